@@ -1,0 +1,122 @@
+"""Argument checks shared by the public functions.
+
+Every public function validates its arguments here, before it allocates anything large, and raises a
+``TypeError`` (wrong kind of value) or ``ValueError`` (right kind, wrong value) whose message names the
+parameter and the accepted range.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+LAYOUTS = ("interleaved", "cos_first", "halves")
+"""The column layouts of a sinusoidal table: see :func:`posenc.sinusoidal`."""
+
+MAX_TABLE_ELEMENTS = 2**28
+"""Largest table (``n_positions * d_model`` elements) any function will build: 1 GiB in float32."""
+
+
+def check_count(value, name: str, *, minimum: int = 0) -> int:
+    """Return ``value`` as an ``int`` if it is an integer (not a bool) that is at least ``minimum``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int >= {minimum}, got {type(value).__name__} {value!r}")
+    value = int(value)
+    if value < minimum:
+        raise ValueError(f"{name} must be an int >= {minimum}, got {value}")
+    return value
+
+
+def check_d_model(d_model, *, even: bool = True) -> int:
+    """Return ``d_model`` as an ``int``: a positive integer, and even unless ``even=False``."""
+    kind = "a positive even int" if even else "a positive int"
+    if isinstance(d_model, (bool, np.bool_)) or not isinstance(d_model, numbers.Integral):
+        raise TypeError(f"d_model must be {kind}, got {type(d_model).__name__} {d_model!r}")
+    d_model = int(d_model)
+    if d_model <= 0 or (even and d_model % 2):
+        raise ValueError(f"d_model must be {kind}, got {d_model}")
+    return d_model
+
+
+def check_real(value, name: str) -> float:
+    """Return ``value`` as a ``float`` if it is a finite real number (not a bool)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a finite real number, got {type(value).__name__} {value!r}")
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite real number, got {value}")
+    return value
+
+
+def check_base(base) -> float:
+    """Return ``base`` as a ``float``: finite and greater than 1."""
+    if isinstance(base, (bool, np.bool_)) or not isinstance(base, numbers.Real):
+        raise TypeError(f"base must be a finite real number > 1, got {type(base).__name__} {base!r}")
+    base = float(base)
+    if not (math.isfinite(base) and base > 1.0):
+        raise ValueError(f"base must be a finite real number > 1, got {base}")
+    return base
+
+
+def check_layout(layout, name: str = "layout") -> str:
+    """Return ``layout`` if it is one of :data:`LAYOUTS`."""
+    if not isinstance(layout, str):
+        raise TypeError(f"{name} must be one of {LAYOUTS}, got {type(layout).__name__} {layout!r}")
+    if layout not in LAYOUTS:
+        raise ValueError(f"{name} must be one of {LAYOUTS}, got {layout!r}")
+    return layout
+
+
+def check_float_dtype(dtype) -> np.dtype:
+    """Return ``dtype`` as a NumPy floating dtype (float16, float32, float64 or longdouble)."""
+    accepted = "a NumPy floating dtype such as np.float32 or np.float64"
+    if dtype is None or isinstance(dtype, bool):
+        raise TypeError(f"dtype must be {accepted}, got {dtype!r}")
+    try:
+        resolved = np.dtype(dtype)
+    except TypeError as error:
+        raise TypeError(f"dtype must be {accepted}, got {dtype!r}") from error
+    if not np.issubdtype(resolved, np.floating):
+        raise TypeError(f"dtype must be {accepted}, got {resolved}")
+    return resolved
+
+
+def check_positions(positions, d_model: int) -> np.ndarray:
+    """Return the positions as a 1-D float64 array, refusing tables that would be too large.
+
+    ``positions`` is either an int ``n >= 0`` (meaning ``0, 1, ..., n - 1``) or a 1-D array-like of finite
+    real numbers. An int count is checked against :data:`MAX_TABLE_ELEMENTS` before it is expanded.
+    """
+    accepted = "an int >= 0 or a 1-D array of finite real numbers"
+    if isinstance(positions, (bool, np.bool_)):
+        raise TypeError(f"positions must be {accepted}, got bool {positions!r}")
+    if isinstance(positions, numbers.Integral):
+        n_positions = check_count(positions, "positions")
+        check_table_size(n_positions, d_model)
+        return np.arange(n_positions, dtype=np.float64)
+    if isinstance(positions, (str, bytes, numbers.Number)) or not (
+        hasattr(positions, "__len__") or hasattr(positions, "__array__")
+    ):
+        raise TypeError(f"positions must be {accepted}, got {type(positions).__name__} {positions!r}")
+    array = np.asarray(positions)
+    is_real = np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)
+    if array.dtype == np.bool_ or not is_real:
+        raise TypeError(f"positions must be {accepted}, got an array of dtype {array.dtype}")
+    if array.ndim != 1:
+        raise ValueError(f"positions must be {accepted}, got an array of shape {array.shape}")
+    check_table_size(len(array), d_model)
+    array = array.astype(np.float64)
+    if not np.all(np.isfinite(array)):
+        raise ValueError(f"positions must be {accepted}: found NaN or infinity")
+    return array
+
+
+def check_table_size(n_positions: int, d_model: int) -> None:
+    """Refuse a table of more than :data:`MAX_TABLE_ELEMENTS` elements before it is allocated."""
+    if n_positions * d_model > MAX_TABLE_ELEMENTS:
+        raise ValueError(
+            f"positions x d_model = {n_positions} x {d_model} exceeds the limit of {MAX_TABLE_ELEMENTS} table "
+            "elements: ask for fewer positions or a smaller d_model"
+        )

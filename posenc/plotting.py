@@ -1,0 +1,63 @@
+"""The book's one matplotlib style and its recurring figures."""
+
+from __future__ import annotations
+
+import matplotlib as mpl
+import matplotlib.pyplot as plt
+import numpy as np
+
+__all__ = ["BOOK_STYLE", "use_book_style", "heatmap"]
+
+BOOK_STYLE = {
+    "figure.figsize": (7.0, 4.0),
+    "figure.dpi": 100,
+    "savefig.dpi": 100,
+    "font.size": 10,
+    "axes.titlesize": 11,
+    "axes.grid": False,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "image.cmap": "copper",
+    "svg.hashsalt": "posenc",
+}
+"""rcParams every chapter uses: set once by :func:`use_book_style`."""
+
+
+def use_book_style() -> None:
+    """Apply :data:`BOOK_STYLE` to matplotlib's global rcParams."""
+    mpl.rcParams.update(BOOK_STYLE)
+
+
+def heatmap(table, *, ax=None, title="PE matrix heat map", cmap="copper", colorbar=True):
+    """Draw a positional-encoding table with positions down and embedding columns across.
+
+    Parameters
+    ----------
+    table : (n_positions, d_model) array_like
+        The table to draw; row ``r`` is position ``r``.
+    ax : matplotlib Axes, optional
+        Where to draw; a new figure's axes by default.
+    title : str, default "PE matrix heat map"
+        Axes title (the one the research notes use).
+    cmap : str, default "copper"
+        Colour map (the notes' choice).
+    colorbar : bool, default True
+        Whether to add a colour bar.
+
+    Returns
+    -------
+    ax : matplotlib Axes
+    """
+    table = np.asarray(table)
+    if table.ndim != 2:
+        raise ValueError(f"table must be 2-D (n_positions, d_model), got shape {table.shape}")
+    if ax is None:
+        _, ax = plt.subplots()
+    mesh = ax.pcolormesh(table, cmap=cmap, vmin=-1.0, vmax=1.0, rasterized=True)
+    ax.set_xlabel("Depth (embedding column)")
+    ax.set_ylabel("Position")
+    ax.set_xlim(0, table.shape[1])
+    ax.set_title(title)
+    if colorbar:
+        ax.figure.colorbar(mesh, ax=ax)
+    return ax
