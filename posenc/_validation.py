@@ -30,12 +30,12 @@ def check_count(value, name: str, *, minimum: int = 0) -> int:
 
 
 def check_d_model(d_model, *, even: bool = True) -> int:
-    """Return ``d_model`` as an ``int``: a positive integer, and even unless ``even=False``."""
-    kind = "a positive even int" if even else "a positive int"
+    """Return ``d_model`` as an ``int``: positive, at most :data:`MAX_TABLE_ELEMENTS`, even unless ``even=False``."""
+    kind = f"a{' positive even' if even else ' positive'} int <= {MAX_TABLE_ELEMENTS}"
     if isinstance(d_model, (bool, np.bool_)) or not isinstance(d_model, numbers.Integral):
         raise TypeError(f"d_model must be {kind}, got {type(d_model).__name__} {d_model!r}")
     d_model = int(d_model)
-    if d_model <= 0 or (even and d_model % 2):
+    if not 0 < d_model <= MAX_TABLE_ELEMENTS or (even and d_model % 2):
         raise ValueError(f"d_model must be {kind}, got {d_model}")
     return d_model
 
@@ -113,10 +113,10 @@ def check_positions(positions, d_model: int) -> np.ndarray:
     return array
 
 
-def check_table_size(n_positions: int, d_model: int) -> None:
+def check_table_size(n_rows: int, d_model: int, rows_name: str = "positions") -> None:
     """Refuse a table of more than :data:`MAX_TABLE_ELEMENTS` elements before it is allocated."""
-    if n_positions * d_model > MAX_TABLE_ELEMENTS:
+    if n_rows * d_model > MAX_TABLE_ELEMENTS:
         raise ValueError(
-            f"positions x d_model = {n_positions} x {d_model} exceeds the limit of {MAX_TABLE_ELEMENTS} table "
-            "elements: ask for fewer positions or a smaller d_model"
+            f"{rows_name} x d_model = {n_rows} x {d_model} exceeds the limit of {MAX_TABLE_ELEMENTS} "
+            f"elements: ask for a smaller {rows_name} or d_model"
         )

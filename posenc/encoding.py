@@ -208,7 +208,7 @@ def translation_matrix(offset, d_model, *, base=10000.0, layout="interleaved"):
     d_model = check_d_model(d_model)
     base = check_base(base)
     layout = check_layout(layout)
-    check_table_size(d_model, d_model)
+    check_table_size(d_model, d_model, "d_model")
 
     angles = frequencies(d_model, base=base) * offset
     cosines, sines = np.cos(angles), np.sin(angles)
@@ -246,7 +246,6 @@ def layout_permutation(source, target, d_model):
     source = check_layout(source, "source")
     target = check_layout(target, "target")
     d_model = check_d_model(d_model)
-    check_table_size(1, d_model)
 
     source_sines, source_cosines = _pair_columns(source, d_model)
     target_sines, target_cosines = _pair_columns(target, d_model)

@@ -93,7 +93,7 @@ class SinusoidalPositionalEncoding(nn.Module):
         super().__init__()
         self.d_model = check_d_model(d_model)
         max_len = check_count(max_len, "max_len", minimum=1)
-        check_table_size(max_len, self.d_model)
+        check_table_size(max_len, self.d_model, "max_len")
         self.base = check_base(base)
         self.layout = check_layout(layout)
         self.dropout = nn.Dropout(_check_dropout(dropout))
@@ -106,7 +106,7 @@ class SinusoidalPositionalEncoding(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         seq = _check_input(x, self.d_model)
         if seq > self.table.shape[0]:
-            check_table_size(seq, self.d_model)
+            check_table_size(seq, self.d_model, "sequence length of x")
             grown = max(seq, min(2 * self.table.shape[0], MAX_TABLE_ELEMENTS // self.d_model))
             self.table = self._build(grown, device=self.table.device)
         return self.dropout(x + self.table[:seq].to(dtype=x.dtype, device=x.device))
@@ -147,7 +147,7 @@ class LearnedPositionalEmbedding(nn.Module):
         super().__init__()
         self.max_len = check_count(max_len, "max_len", minimum=1)
         self.d_model = check_d_model(d_model, even=False)
-        check_table_size(self.max_len, self.d_model)
+        check_table_size(self.max_len, self.d_model, "max_len")
         self.weight = nn.Parameter(torch.empty(self.max_len, self.d_model))
         nn.init.normal_(self.weight, std=0.02)
 
