@@ -54,7 +54,8 @@ class SinusoidalPositionalEncoding(nn.Module):
         Width of the embeddings; positive and even.
     max_len : int, default 2048
         Number of positions whose encodings are computed up front. It is a cache size, not a limit: a
-        longer input extends the table (the formula is defined for every position).
+        longer input of length ``seq`` grows the table to ``max(seq, 2 * cached)`` rows (capped by
+        ``posenc.MAX_TABLE_ELEMENTS``), since the formula is defined for every position.
     base : float, default 10000.0
         As in :func:`posenc.sinusoidal`.
     layout : {"interleaved", "cos_first", "halves"}, default "interleaved"
@@ -155,8 +156,7 @@ class LearnedPositionalEmbedding(nn.Module):
         seq = _check_input(x, self.d_model)
         if seq > self.max_len:
             raise ValueError(
-                f"sequence length {seq} exceeds max_len={self.max_len}: a learned embedding has no vector "
-                "for positions it was not given"
+                f"sequence length {seq} exceeds max_len={self.max_len}: no learned vector for later positions"
             )
         return x + self.weight[:seq].to(dtype=x.dtype)
 
