@@ -6,11 +6,17 @@ a row (the *layout*), and the block-diagonal matrix that shifts a row by a fixed
 
 from __future__ import annotations
 
+import math
+import numbers
+import os
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 
 from posenc._validation import (
     LAYOUTS,
     check_base,
+    check_count,
     check_d_model,
     check_float_dtype,
     check_layout,
@@ -22,8 +28,8 @@ from posenc._validation import (
 __all__ = ["frequencies", "sinusoidal", "translation_matrix", "layout_permutation"]
 
 # Rows are computed in blocks of at most this many angles, so the float64 temporaries stay small
-# (16 MiB) whatever the size of the table.
-_ANGLES_PER_BLOCK = 2**21
+# (2 MiB per thread) whatever the size of the table.
+_ANGLES_PER_BLOCK = 2**18
 
 
 def frequencies(d_model, *, base=10000.0):
@@ -78,14 +84,167 @@ def _pair_columns(layout: str, d_model: int) -> tuple[np.ndarray, np.ndarray]:
     return pairs, d_model // 2 + pairs  # "halves": [sin | cos]
 
 
-def sinusoidal(positions, d_model, *, base=10000.0, layout="interleaved", dtype=np.float32):
+def _pair_slices(layout: str, d_model: int) -> tuple[slice, slice]:
+    """The columns of the sines and of the cosines as slices, for writing through strided views."""
+    half = d_model // 2
+    if layout == "interleaved":
+        return slice(0, d_model, 2), slice(1, d_model, 2)
+    if layout == "cos_first":
+        return slice(1, d_model, 2), slice(0, d_model, 2)
+    return slice(0, half), slice(half, d_model)  # "halves": [sin | cos]
+
+
+def _phasors(angles: np.ndarray) -> np.ndarray:
+    """``exp(1j * angles)`` from float64 ``np.cos`` and ``np.sin``, the only transcendental calls of the fast path."""
+    phasors = np.empty(angles.shape, dtype=np.complex128)
+    np.cos(angles, out=phasors.real)
+    np.sin(angles, out=phasors.imag)
+    return phasors
+
+
+def _fill_by_doubling(rows: np.ndarray, generators: np.ndarray) -> None:
+    """Fill ``rows[m]`` with ``rows[0] * prod(generators[j] for each set bit j of m)``, in place.
+
+    Row ``m + 2**j`` (for ``m < 2**j``) is row ``m`` times ``generators[j]``: every row is a product of at
+    most ``log2(len(rows))`` exact phasors, so the float64 rounding stays below ``1e-14`` and never grows
+    with the row number. The value of a row does not depend on ``len(rows)``.
+    """
+    filled = 1
+    for generator in generators:
+        if filled >= len(rows):
+            break
+        count = min(filled, len(rows) - filled)
+        np.multiply(rows[:count], generator, out=rows[filled : filled + count])
+        filled += count
+
+
+def _block_length(half: int) -> int:
+    """Rows per block: a power of two, so that one block of float64 phasors (16 bytes each) is <= 256 KiB."""
+    return int(min(256, max(8, 2 ** int(np.log2(max(1, 2**14 // half))))))
+
+
+_THREADED_MIN_ELEMENTS = 2**21
+"""Tables of at least this many elements are built by two threads (when two cores are available)."""
+
+_TILE_ELEMENTS = 2**15
+"""Complex values per scratch tile (512 KiB of float64 pairs) on the paths that cannot write in place."""
+
+
+def _available_cores() -> int:
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def _progression_table(start, step, n_positions, d_model, *, base, layout, dtype, n_threads=None):
+    """The table of the positions ``start + step * r``, ``r < n_positions``, by blocked angle addition.
+
+    Arguments are already validated. ``n_threads`` forces the number of threads (tests use it); ``None``
+    uses two threads for tables of at least ``_THREADED_MIN_ELEMENTS`` elements when two cores are
+    available, one otherwise. The result is the same bit for bit whatever the number of threads: every
+    entry is the product of the same two float64 phasors, whichever thread computes it.
+    """
+    omega = frequencies(d_model, base=base)
+    half = d_model // 2
+    table = np.empty((n_positions, d_model), dtype=dtype)
+    if n_positions == 0:
+        return table
+    block = _block_length(half)
+    n_blocks = -(-n_positions // block)
+    # Generator j is exp(-i * step * 2**j * omega): bits 0 .. log2(block) - 1 build the offsets inside a
+    # block, the higher bits the block starts. Scaling by 2**j is exact, so each angle is rounded once.
+    n_generators = max(1, int(n_blocks - 1).bit_length() + block.bit_length() - 1)
+    generators = _phasors(np.multiply.outer(step * 2.0 ** np.arange(n_generators), omega))
+    np.conjugate(generators, out=generators)  # exp(-i * step * 2**j * omega)
+    log_block = block.bit_length() - 1
+
+    # The table's own complex form is w = sin + i cos (an interleaved pair read as one complex number), and
+    # w(a + b) = w(a) * exp(-i * b * omega): the 2 x 2 block of the translation matrix T(b) as a product.
+    offset_factors = np.empty((min(block, n_positions), half), dtype=np.complex128)  # exp(-i step k omega)
+    offset_factors[0] = 1.0
+    _fill_by_doubling(offset_factors, generators[:log_block])
+    start_factors = np.empty((n_blocks, half), dtype=np.complex128)  # w(start + step * q * block)
+    start_angles = start * omega
+    np.sin(start_angles, out=start_factors[0].real)
+    np.cos(start_angles, out=start_factors[0].imag)
+    _fill_by_doubling(start_factors, generators[log_block:])
+    del generators
+
+    sine_columns, cosine_columns = _pair_slices(layout, d_model)
+    n_offsets = len(offset_factors)  # `block`, or fewer when the whole table is one short block
+    if layout == "interleaved" and dtype == np.float32:
+        # Write w straight into the table read as complex64: the ufunc computes in complex128 and rounds
+        # each part once, through its own small buffer.
+        complex_table = table.view(np.complex64)
+
+        def build_blocks(first: int, stop: int) -> None:
+            full_stop = min(stop, n_positions // block)
+            if full_stop > first:
+                rows = complex_table[first * block : full_stop * block].reshape(-1, block, half)
+                np.multiply(start_factors[first:full_stop, None, :], offset_factors, out=rows, dtype=np.complex128)
+            if stop > full_stop:  # the last, shorter block
+                rows = complex_table[full_stop * block :]
+                np.multiply(start_factors[full_stop], offset_factors[: len(rows)], out=rows, dtype=np.complex128)
+
+    else:
+        # Other layouts and dtypes: compute w for a few rows in a scratch tile that stays in cache, then
+        # round its two parts into the sine and cosine columns. A tile is a power of two of rows (so it
+        # never straddles two blocks unless it holds whole blocks), at most a quarter of the table's bytes.
+        tile_rows = min(_TILE_ELEMENTS // half, table.nbytes // (4 * 16 * half))
+        tile_rows = 2 ** max(0, int(tile_rows).bit_length() - 1)
+
+        def fill_tile(tile: np.ndarray, rows: slice) -> None:
+            """``tile[j]`` = w of row ``rows.start + j``: whole blocks in one call, else block by block."""
+            first_block, stop_block = rows.start // block, -(-rows.stop // block)
+            if rows.start % block == 0 and rows.stop - rows.start == (stop_block - first_block) * block:
+                np.multiply(start_factors[first_block:stop_block, None, :], offset_factors, out=tile.reshape(-1, block, half))
+                return
+            for q in range(first_block, stop_block):
+                low, high = max(rows.start, q * block), min(rows.stop, (q + 1) * block)
+                np.multiply(start_factors[q], offset_factors[low - q * block : high - q * block], out=tile[low - rows.start : high - rows.start])
+
+        def build_blocks(first: int, stop: int) -> None:
+            stop_row = min(stop * block, n_positions)
+            scratch = np.empty((min(tile_rows, stop_row - first * block), half), dtype=np.complex128)
+            for first_row in range(first * block, stop_row, tile_rows):
+                rows = slice(first_row, min(first_row + tile_rows, stop_row))
+                tile = scratch[: rows.stop - rows.start]
+                fill_tile(tile, rows)
+                table[rows, sine_columns] = tile.real
+                table[rows, cosine_columns] = tile.imag
+
+    _run_in_threads(build_blocks, n_blocks, table.size, n_threads)
+    return table
+
+
+def _run_in_threads(work, n_items: int, n_elements: int, n_threads) -> None:
+    """Call ``work(first, stop)`` on contiguous parts of ``range(n_items)``, one thread per part.
+
+    ``n_threads=None`` means two threads when the table has at least ``_THREADED_MIN_ELEMENTS`` elements
+    and two cores are available, else one; an int forces the count (tests use this to compare paths).
+    """
+    if n_threads is None:
+        n_threads = 2 if n_elements >= _THREADED_MIN_ELEMENTS and _available_cores() >= 2 else 1
+    n_threads = max(1, min(n_threads, n_items))
+    if n_threads == 1:
+        work(0, n_items)
+        return
+    bounds = [n_items * part // n_threads for part in range(n_threads + 1)]
+    with ThreadPoolExecutor(max_workers=n_threads) as pool:
+        parts = [pool.submit(work, bounds[part], bounds[part + 1]) for part in range(n_threads)]
+        for part in parts:
+            part.result()
+
+
+def sinusoidal(positions, d_model, *, base=10000.0, layout="interleaved", dtype=np.float32, start=0.0, step=1.0):
     r"""The sinusoidal positional-encoding table.
 
     Parameters
     ----------
     positions : int or (n_positions,) array_like of real
-        An int ``n >= 0`` for the positions ``0, 1, ..., n - 1``, or the positions themselves: any finite
-        real numbers, negative and fractional included.
+        An int ``n >= 0`` for the positions ``0, 1, ..., n - 1`` (``start, start + step, ...,
+        start + (n - 1) * step`` when ``start`` or ``step`` is given), or the positions themselves: any
+        finite real numbers, negative and fractional included.
     d_model : int
         Width of the encoding; positive and even.
     base : float, default 10000.0
@@ -97,6 +256,9 @@ def sinusoidal(positions, d_model, *, base=10000.0, layout="interleaved", dtype=
         fairseq and the TensorFlow tutorial do (with the paper's frequencies here; see Notes).
     dtype : floating dtype, default np.float32
         Dtype of the returned table.
+    start, step : float, default 0.0 and 1.0
+        First position and spacing when ``positions`` is an int count; any finite real numbers (a
+        negative or fractional ``step`` included). Only for an int count.
 
     Returns
     -------
@@ -108,9 +270,10 @@ def sinusoidal(positions, d_model, *, base=10000.0, layout="interleaved", dtype=
     TypeError
         If an argument has the wrong type: a bool or str size, a non-real position array, a non-float dtype.
     ValueError
-        If ``d_model`` is odd or not positive, a position or ``base`` is not finite, ``base <= 1``,
-        ``positions`` is negative or not 1-D, ``layout`` is unknown, or the table would have more than
-        ``posenc.MAX_TABLE_ELEMENTS`` elements.
+        If ``d_model`` is odd or not positive, a position, ``base``, ``start`` or ``step`` is not finite,
+        ``base <= 1``, ``positions`` is negative or not 1-D, ``layout`` is unknown, ``start`` or ``step``
+        is given with a position array, or the table would have more than ``posenc.MAX_TABLE_ELEMENTS``
+        elements.
 
     Notes
     -----
@@ -120,10 +283,35 @@ def sinusoidal(positions, d_model, *, base=10000.0, layout="interleaved", dtype=
 
         PE_{(pos, 2i)} = \sin(pos\,\omega_i), \qquad PE_{(pos, 2i+1)} = \cos(pos\,\omega_i).
 
-    The other layouts hold the same numbers in other columns (:func:`layout_permutation`). The angles
-    ``pos * omega`` are formed and reduced in float64 and only the sines and cosines are rounded to
-    ``dtype``, so a float32 table is accurate to float32 rounding at any position; forming the angles in
-    float32, as many implementations do, loses about ``pos * 2**-24`` radians.
+    The other layouts hold the same numbers in other columns (:func:`layout_permutation`).
+
+    *How a float32 table is computed.* For evenly spaced positions (an int count, with ``start`` and
+    ``step``, or an array that is exactly ``p[0] + (p[1] - p[0]) * r``) a float32 or float16 table is built
+    from the translation property :math:`PE(x + \Delta) = PE(x)\,T(\Delta)` (:func:`translation_matrix`).
+    Read pair ``i`` of a row as one complex number :math:`w = \sin\theta + i\cos\theta`; the 2 × 2 block of
+    :math:`T(\Delta)` multiplies it by :math:`e^{-i\omega_i\Delta}`. Rows are grouped in blocks of
+    :math:`B` (a power of two from 8 to 256, set by ``d_model`` alone), and row :math:`r = qB + k` is
+
+    .. math::
+
+        w_i(\text{start} + \text{step}\,r) = w_i(\text{start} + \text{step}\,qB)\,
+        e^{-i\omega_i\,\text{step}\,k}.
+
+    The block starts and the offsets are themselves built by doubling from float64 phasors
+    :math:`e^{-i\omega\,\text{step}\,2^j}`, one row per binary digit of the row number, so only about
+    :math:`(\log_2 n + 1)\,d_{model}` sines and cosines are evaluated. Every entry is then one float64
+    product of factors that each hold at most :math:`\log_2 n + 1` roundings, never a running recurrence,
+    and is rounded to ``dtype`` once. The error of a float32 entry is at most
+    :math:`2^{-25} + 2^{-52}\,|pos|\,\omega_0 + 10^{-14}`, the same as computing the angle ``pos * omega``
+    in float64 and rounding its sine (about ``3e-8`` for positions up to :math:`2^{20}`); forming the
+    angles in float32, as many implementations do, loses about ``pos * 2**-24`` radians instead. A row's
+    bits depend on its index, ``start`` and ``step``, not on the length of the table. Tables of at least
+    ``2**21`` elements are split between two threads (NumPy releases the GIL), with the same bits. The
+    block-start phasors take :math:`2/B \le 1/4` of the table's bytes and everything else at most about
+    0.5 MiB, so building a table of 4 MiB or more peaks below 1.5 times its size.
+
+    Float64 and wider tables, and position arrays that are not evenly spaced, take the direct path:
+    float64 angles, ``np.sin`` and ``np.cos``, in blocks of rows, on two threads for large tables.
 
     tensor2tensor's ``get_timing_signal_1d`` uses the ``"halves"`` layout but spaces its frequencies so
     that the last is exactly ``1 / base``; this function keeps the paper's frequencies in every layout.
@@ -139,22 +327,63 @@ def sinusoidal(positions, d_model, *, base=10000.0, layout="interleaved", dtype=
     ((3, 4), dtype('float32'))
     >>> table[1].round(4)  # [sin(1), cos(1), sin(0.01), cos(0.01)]
     array([0.8415, 0.5403, 0.01  , 1.    ], dtype=float32)
+    >>> evenly = sinusoidal(3, 4, start=1.0, step=2.0)  # positions 1, 3, 5
+    >>> bool(np.array_equal(evenly, sinusoidal([1.0, 3.0, 5.0], 4)))
+    True
     """
     d_model = check_d_model(d_model)
     base = check_base(base)
     layout = check_layout(layout)
     dtype = check_float_dtype(dtype)
-    positions = check_positions(positions, d_model)
+    if isinstance(positions, numbers.Integral) and not isinstance(positions, (bool, np.bool_)):
+        n_positions = check_count(positions, "positions")
+        check_table_size(n_positions, d_model)
+        position_array = None
+    else:
+        position_array = check_positions(positions, d_model)
+        n_positions = len(position_array)
+    start = check_real(start, "start")
+    step = check_real(step, "step")
+    if position_array is not None and (start != 0.0 or step != 1.0):
+        raise ValueError(
+            f"start and step apply to an int count of positions only, got start={start}, step={step} "
+            "with a position array: add them to the array instead"
+        )
+    if position_array is None and not math.isfinite(start + step * max(n_positions - 1, 0)):
+        raise ValueError(f"start + step * (positions - 1) must be finite, got start={start}, step={step}")
 
+    if dtype.itemsize <= 4:  # float16 and float32: evenly spaced positions take the fast path
+        if position_array is not None and n_positions >= 2:
+            first, spacing = position_array[0], position_array[1] - position_array[0]
+            if np.array_equal(first + spacing * np.arange(n_positions), position_array):
+                start, step, position_array = float(first), float(spacing), None
+        # Generator angles reach |step| * 2 * (n_positions + 256): keep them finite, else go direct.
+        if position_array is None and math.isfinite(abs(step) * 2.0 * (n_positions + 256)):
+            return _progression_table(start, step, n_positions, d_model, base=base, layout=layout, dtype=dtype)
+    if position_array is None:
+        position_array = start + step * np.arange(n_positions, dtype=np.float64)
+    return _direct_table(position_array, d_model, base=base, layout=layout, dtype=dtype)
+
+
+def _direct_table(positions, d_model, *, base, layout, dtype, n_threads=None):
+    """The table of any float64 ``positions``: float64 angles, ``np.sin`` and ``np.cos``, in blocks of rows.
+
+    ``n_threads`` as in :func:`_run_in_threads`; ``np.sin`` and ``np.cos`` give the same bits for an
+    element wherever it sits in an array, so the split between threads does not change the result.
+    """
     omega = frequencies(d_model, base=base)
-    sine_columns, cosine_columns = _pair_columns(layout, d_model)
+    sine_columns, cosine_columns = _pair_slices(layout, d_model)
     table = np.empty((len(positions), d_model), dtype=dtype)
     rows_per_block = max(1, _ANGLES_PER_BLOCK // len(omega))
-    for start in range(0, len(positions), rows_per_block):
-        rows = slice(start, start + rows_per_block)
-        angles = np.multiply.outer(positions[rows], omega)
-        table[rows, sine_columns] = np.sin(angles)
-        table[rows, cosine_columns] = np.cos(angles)
+
+    def build_rows(first: int, stop: int) -> None:
+        for block_start in range(first, stop, rows_per_block):
+            rows = slice(block_start, min(stop, block_start + rows_per_block))
+            angles = np.multiply.outer(positions[rows], omega)
+            table[rows, sine_columns] = np.sin(angles)
+            table[rows, cosine_columns] = np.cos(angles)
+
+    _run_in_threads(build_rows, len(positions), table.size, n_threads)
     return table
 
 
