@@ -6,6 +6,7 @@ helpers in :mod:`posenc.plotting`, so that ``import posenc`` needs NumPy only.
 
 from posenc._validation import LAYOUTS, MAX_TABLE_ELEMENTS
 from posenc.encoding import frequencies, layout_permutation, sinusoidal, translation_matrix
+from posenc.prototypes import binary_code, dyadic_dials, normalised_count, raw_count
 
 __all__ = [
     "LAYOUTS",
@@ -14,6 +15,10 @@ __all__ = [
     "layout_permutation",
     "sinusoidal",
     "translation_matrix",
+    "raw_count",
+    "normalised_count",
+    "binary_code",
+    "dyadic_dials",
 ]
 
 __version__ = "0.1.0"

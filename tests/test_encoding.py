@@ -177,4 +177,5 @@ def test_translation_matrices_of_two_layouts_are_related_by_the_permutation():
 
 
 def test_public_names():
-    assert set(posenc.__all__) == {"LAYOUTS", "MAX_TABLE_ELEMENTS", "frequencies", "layout_permutation", "sinusoidal", "translation_matrix"}
+    assert set(posenc.__all__) == {"LAYOUTS", "MAX_TABLE_ELEMENTS", "frequencies", "layout_permutation", "sinusoidal", "translation_matrix",
+                                  "raw_count", "normalised_count", "binary_code", "dyadic_dials"}

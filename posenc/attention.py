@@ -1,0 +1,309 @@
+"""What adding a position vector does inside attention, and what concatenating one would cost.
+
+Three helpers for the book's "add or concatenate?" chapter: exact parameter and FLOP counts of one
+Transformer layer when position vectors are added to or concatenated with the token embeddings
+(:func:`layer_cost`), the four-term expansion of the attention logits of a sum (:func:`logit_terms`),
+and the mean absolute cosine similarity between two sets of vectors (:func:`mean_abs_cosine`).
+"""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+from posenc._validation import MAX_TABLE_ELEMENTS, check_count, check_d_model
+
+__all__ = ["COMBINE_MODES", "LayerCost", "layer_cost", "LogitTerms", "logit_terms", "mean_abs_cosine"]
+
+COMBINE_MODES = ("add", "concat_qkv", "concat_wide")
+"""How a position vector meets the token embedding: see :func:`layer_cost`."""
+
+
+@dataclass(frozen=True)
+class LayerCost:
+    """Parameter and FLOP counts of one Transformer layer (see :func:`layer_cost`).
+
+    Attributes
+    ----------
+    width : int
+        Width of the residual stream, the vectors the layer reads and writes.
+    attention_params, ffn_params, norm_params : int
+        Weights and biases of the four attention projections, of the two feed-forward matrices, and the
+        gains and biases of the two layer norms.
+    attention_flops_per_token, ffn_flops_per_token : int
+        FLOPs of the matrix products per token (a multiply-add counts as 2), attention scores and the
+        weighted sum of values included.
+    """
+
+    width: int
+    attention_params: int
+    ffn_params: int
+    norm_params: int
+    attention_flops_per_token: int
+    ffn_flops_per_token: int
+
+    @property
+    def params(self) -> int:
+        """All trainable parameters of the layer."""
+        return self.attention_params + self.ffn_params + self.norm_params
+
+    @property
+    def flops_per_token(self) -> int:
+        """All matrix-product FLOPs of the layer, per token."""
+        return self.attention_flops_per_token + self.ffn_flops_per_token
+
+
+def layer_cost(d_model, *, combine="add", d_position=0, seq_len=1, ffn_multiplier=4):
+    r"""Parameters and FLOPs of one pre-norm Transformer layer, with position vectors added or concatenated.
+
+    Parameters
+    ----------
+    d_model : int
+        Width of the token embeddings, :math:`d`; positive.
+    combine : {"add", "concat_qkv", "concat_wide"}, default "add"
+        ``"add"``: the position vector has :math:`d` entries and is added, so the layer has width
+        :math:`d` (Vaswani et al., §3.5). ``"concat_wide"``: a :math:`p`-entry position vector is
+        concatenated once at the input and the whole layer runs at width :math:`d + p` (every square
+        matrix becomes :math:`(d+p) \times (d+p)`, the feed-forward width grows with it).
+        ``"concat_qkv"``: the residual stream keeps width :math:`d` and the position vector is
+        concatenated to the input of :math:`W_Q, W_K, W_V` only, which become :math:`(d+p) \times d`.
+    d_position : int, default 0
+        Length :math:`p` of a concatenated position vector: 0 for ``"add"``, at least 1 otherwise.
+    seq_len : int, default 1
+        Sequence length :math:`n`, which sets the cost of the attention scores; at least 1.
+    ffn_multiplier : int, default 4
+        Feed-forward width as a multiple of the layer width (:math:`d_{ff} = 4 d_{model}` in the paper,
+        §3.3); at least 1.
+
+    Returns
+    -------
+    cost : LayerCost
+        ``cost.params`` and ``cost.flops_per_token`` are the totals; the fields hold the parts.
+
+    Raises
+    ------
+    TypeError
+        If a size is not an int, or ``combine`` is not a str.
+    ValueError
+        If a size is out of range, ``combine`` is unknown, or ``d_position`` does not fit ``combine``.
+
+    Notes
+    -----
+    With residual width :math:`w`, projection input width :math:`u` (:math:`u = w` except for
+    ``"concat_qkv"``, where :math:`u = d + p`), :math:`f = m\,w` for ``ffn_multiplier`` :math:`m` and
+    biases on every linear map:
+
+    .. math::
+
+        \text{attention} &= 3(u w + w) + (w^2 + w), \quad
+        \text{ffn} = 2 w f + f + w, \quad \text{norms} = 2 \cdot 2w, \\
+        \text{FLOPs/token} &= 2(3 u w + w^2) + 2 \cdot 2 n w + 2 \cdot 2 w f .
+
+    The :math:`4 n w` term is :math:`q \cdot k` for :math:`n` keys plus the weighted sum of :math:`n`
+    values (no causal mask; the number of heads does not change it). Softmax, norms, bias additions and
+    the addition of the position vector itself (:math:`d` FLOPs) are not counted. For ``"add"`` and
+    :math:`m = 4` the parameters are :math:`12 d^2 + 13 d`.
+
+    References
+    ----------
+    .. [1] A. Vaswani et al., "Attention Is All You Need", NeurIPS 2017, arXiv:1706.03762, §3.3, §3.5.
+
+    Examples
+    --------
+    >>> layer_cost(512).params  # 12 * 512**2 + 13 * 512
+    3152384
+    >>> layer_cost(512, combine="concat_wide", d_position=64).width
+    576
+    """
+    d_model = check_d_model(d_model, even=False)
+    combine = _check_combine(combine)
+    d_position = check_count(d_position, "d_position", minimum=0)
+    seq_len = check_count(seq_len, "seq_len", minimum=1)
+    ffn_multiplier = check_count(ffn_multiplier, "ffn_multiplier", minimum=1)
+    if combine == "add" and d_position != 0:
+        raise ValueError(
+            f"d_position must be 0 for combine='add' (an added position vector has d_model entries), got {d_position}"
+        )
+    if combine != "add" and d_position < 1:
+        raise ValueError(f"d_position must be an int >= 1 for combine={combine!r}, got {d_position}")
+
+    width = d_model + d_position if combine == "concat_wide" else d_model
+    projection_input = d_model + d_position if combine == "concat_qkv" else width
+    ffn_width = ffn_multiplier * width
+    return LayerCost(
+        width=width,
+        attention_params=3 * (projection_input * width + width) + width * width + width,
+        ffn_params=2 * width * ffn_width + ffn_width + width,
+        norm_params=2 * 2 * width,
+        attention_flops_per_token=2 * (3 * projection_input * width + width * width) + 2 * 2 * seq_len * width,
+        ffn_flops_per_token=2 * 2 * width * ffn_width,
+    )
+
+
+def _check_combine(combine) -> str:
+    if not isinstance(combine, str):
+        raise TypeError(f"combine must be one of {COMBINE_MODES}, got {type(combine).__name__} {combine!r}")
+    if combine not in COMBINE_MODES:
+        raise ValueError(f"combine must be one of {COMBINE_MODES}, got {combine!r}")
+    return combine
+
+
+class LogitTerms(NamedTuple):
+    """The four parts of the attention logits of token-plus-position inputs (see :func:`logit_terms`).
+
+    Each field is an ``(n, n)`` ndarray; their sum is the full logit matrix.
+    """
+
+    token_token: np.ndarray
+    token_position: np.ndarray
+    position_token: np.ndarray
+    position_position: np.ndarray
+
+
+def _check_matrix(value, name: str, shape_text: str) -> np.ndarray:
+    accepted = f"a 2-D array of finite real numbers of shape {shape_text}"
+    if isinstance(value, (bool, np.bool_, str, bytes, numbers.Number)) or not (
+        hasattr(value, "__len__") or hasattr(value, "__array__")
+    ):
+        raise TypeError(f"{name} must be {accepted}, got {type(value).__name__}")
+    try:
+        array = np.asarray(value)
+    except (TypeError, ValueError) as error:  # ragged nested lists, objects numpy cannot convert
+        raise TypeError(f"{name} must be {accepted}, got {type(value).__name__} that is not a rectangular array") from error
+    if array.dtype == np.bool_ or not (np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)):
+        raise TypeError(f"{name} must be {accepted}, got an array of dtype {array.dtype}")
+    if array.ndim != 2:
+        raise ValueError(f"{name} must be {accepted}, got shape {array.shape}")
+    array = array.astype(np.float64)
+    if not np.all(np.isfinite(array)):
+        raise ValueError(f"{name} must be {accepted}: found NaN or infinity")
+    return array
+
+
+def logit_terms(tokens, positions, w_query, w_key):
+    r"""Split the attention logits of ``tokens + positions`` into token and position parts.
+
+    Parameters
+    ----------
+    tokens : (n, d_model) array_like
+        Token embeddings :math:`X`, one row per position.
+    positions : (n, d_model) array_like
+        Position vectors :math:`P`, the same shape as ``tokens``.
+    w_query, w_key : (d_model, d_k) array_like
+        Query and key projections :math:`W_Q, W_K`.
+
+    Returns
+    -------
+    terms : LogitTerms
+        Four ``(n, n)`` float64 arrays, ``token_token`` :math:`= X W_Q (X W_K)^\top`, ``token_position``
+        :math:`= X W_Q (P W_K)^\top`, ``position_token`` :math:`= P W_Q (X W_K)^\top` and
+        ``position_position`` :math:`= P W_Q (P W_K)^\top`.
+
+    Raises
+    ------
+    TypeError
+        If an argument is not a real-valued array.
+    ValueError
+        If an argument is not 2-D, holds NaN or infinity, or the shapes do not fit together.
+
+    Notes
+    -----
+    With row vectors, the logits (before the :math:`1/\sqrt{d_k}` scale) expand by bilinearity:
+
+    .. math::
+
+        (X + P) W_Q \big((X + P) W_K\big)^\top = X W_Q W_K^\top X^\top + X W_Q W_K^\top P^\top
+        + P W_Q W_K^\top X^\top + P W_Q W_K^\top P^\top .
+
+    The same projections serve all four terms: adding does not give position its own weights.
+
+    References
+    ----------
+    .. [1] A. Vaswani et al., "Attention Is All You Need", NeurIPS 2017, arXiv:1706.03762, §3.2.1, §3.5.
+
+    Examples
+    --------
+    >>> eye = np.eye(2)
+    >>> terms = logit_terms(eye, np.zeros((2, 2)), eye, eye)
+    >>> terms.token_token
+    array([[1., 0.],
+           [0., 1.]])
+    >>> float(np.abs(terms.position_position).max())
+    0.0
+    """
+    tokens = _check_matrix(tokens, "tokens", "(n, d_model)")
+    positions = _check_matrix(positions, "positions", "(n, d_model)")
+    w_query = _check_matrix(w_query, "w_query", "(d_model, d_k)")
+    w_key = _check_matrix(w_key, "w_key", "(d_model, d_k)")
+    if positions.shape != tokens.shape:
+        raise ValueError(f"positions must have the shape of tokens {tokens.shape}, got {positions.shape}")
+    d_model = tokens.shape[1]
+    if w_query.shape[0] != d_model or w_key.shape != w_query.shape:
+        raise ValueError(
+            f"w_query and w_key must both have shape (d_model={d_model}, d_k), got {w_query.shape} and {w_key.shape}"
+        )
+
+    token_queries, token_keys = tokens @ w_query, tokens @ w_key
+    position_queries, position_keys = positions @ w_query, positions @ w_key
+    return LogitTerms(
+        token_token=token_queries @ token_keys.T,
+        token_position=token_queries @ position_keys.T,
+        position_token=position_queries @ token_keys.T,
+        position_position=position_queries @ position_keys.T,
+    )
+
+
+def mean_abs_cosine(rows_a, rows_b):
+    r"""Mean absolute cosine similarity between every row of one array and every row of another.
+
+    Parameters
+    ----------
+    rows_a : (n_a, d) array_like
+        First set of vectors; no zero row.
+    rows_b : (n_b, d) array_like
+        Second set of vectors, of the same width; no zero row.
+
+    Returns
+    -------
+    value : float
+        :math:`\frac{1}{n_a n_b} \sum_{i, j} |\cos(a_i, b_j)|`, in :math:`[0, 1]`: 0 when every pair is
+        orthogonal, 1 when every pair is parallel or antiparallel.
+
+    Raises
+    ------
+    TypeError
+        If an argument is not a real-valued array.
+    ValueError
+        If an argument is not 2-D or empty, holds NaN, infinity or a zero row, or the widths differ.
+
+    Notes
+    -----
+    :math:`\cos(a, b) = a \cdot b / (\|a\|\,\|b\|)`. For two independent vectors with i.i.d. Gaussian
+    entries in :math:`\mathbb{R}^d`, :math:`E|\cos| = \Gamma(d/2) / (\sqrt{\pi}\,\Gamma((d+1)/2))`,
+    about :math:`\sqrt{2 / (\pi d)}` for large :math:`d`.
+
+    Examples
+    --------
+    >>> mean_abs_cosine([[1.0, 0.0]], [[0.0, 2.0], [-3.0, 0.0]])
+    0.5
+    """
+    rows_a = _check_matrix(rows_a, "rows_a", "(n_a, d)")
+    rows_b = _check_matrix(rows_b, "rows_b", "(n_b, d)")
+    if rows_a.shape[1] != rows_b.shape[1]:
+        raise ValueError(f"rows_a and rows_b must have the same width, got {rows_a.shape[1]} and {rows_b.shape[1]}")
+    for name, rows in (("rows_a", rows_a), ("rows_b", rows_b)):
+        if rows.size == 0:
+            raise ValueError(f"{name} must hold at least one row of width >= 1, got shape {rows.shape}")
+        if np.any(np.linalg.norm(rows, axis=1) == 0):
+            raise ValueError(f"{name} must have no zero row: the cosine of a zero vector is undefined")
+    if rows_a.shape[0] * rows_b.shape[0] > MAX_TABLE_ELEMENTS:
+        raise ValueError(
+            f"rows_a and rows_b have {rows_a.shape[0]} x {rows_b.shape[0]} pairs, more than the limit of "
+            f"{MAX_TABLE_ELEMENTS}: pass fewer rows"
+        )
+    unit_a = rows_a / np.linalg.norm(rows_a, axis=1, keepdims=True)
+    unit_b = rows_b / np.linalg.norm(rows_b, axis=1, keepdims=True)
+    return float(np.abs(unit_a @ unit_b.T).mean())

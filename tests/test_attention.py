@@ -1,0 +1,160 @@
+"""posenc.attention: layer costs checked against real torch modules, the four-term logit split, cosines."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+from torch import nn
+from torch.utils.flop_counter import FlopCounterMode
+
+from posenc.attention import COMBINE_MODES, LogitTerms, layer_cost, logit_terms, mean_abs_cosine
+
+
+class ReferenceLayer(nn.Module):
+    """A pre-norm Transformer layer written out with nn.Linear, to count what layer_cost predicts."""
+
+    def __init__(self, d_model, combine, d_position, ffn_multiplier):
+        super().__init__()
+        width = d_model + d_position if combine == "concat_wide" else d_model
+        projection_input = d_model + d_position if combine == "concat_qkv" else width
+        self.combine = combine
+        self.norm1, self.norm2 = nn.LayerNorm(width), nn.LayerNorm(width)
+        self.w_q, self.w_k, self.w_v = (nn.Linear(projection_input, width) for _ in range(3))
+        self.w_o = nn.Linear(width, width)
+        self.ffn = nn.Sequential(nn.Linear(width, ffn_multiplier * width), nn.ReLU(), nn.Linear(ffn_multiplier * width, width))
+
+    def forward(self, x, p):
+        # x: (n, d_model) token embeddings; p: (n, d_model) for "add", (n, d_position) to concatenate
+        if self.combine == "add":
+            x = x + p
+        elif self.combine == "concat_wide":
+            x = torch.cat([x, p], dim=-1)
+        h = self.norm1(x)
+        if self.combine == "concat_qkv":
+            h = torch.cat([h, p], dim=-1)
+        q, k, v = self.w_q(h), self.w_k(h), self.w_v(h)
+        weights = torch.softmax(q @ k.T / math.sqrt(q.shape[-1]), dim=-1)
+        x = x + self.w_o(weights @ v)
+        return x + self.ffn(self.norm2(x))
+
+
+CASES = [("add", 0), ("concat_wide", 8), ("concat_qkv", 8), ("concat_wide", 1), ("concat_qkv", 24)]
+
+
+@pytest.mark.parametrize("combine, d_position", CASES)
+@pytest.mark.parametrize("d_model, ffn_multiplier", [(16, 4), (12, 2)])
+def test_parameter_count_equals_that_of_a_real_torch_layer(combine, d_position, d_model, ffn_multiplier):
+    layer = ReferenceLayer(d_model, combine, d_position, ffn_multiplier)
+    cost = layer_cost(d_model, combine=combine, d_position=d_position, ffn_multiplier=ffn_multiplier)
+    assert cost.params == sum(parameter.numel() for parameter in layer.parameters())
+    assert cost.norm_params == sum(parameter.numel() for parameter in [*layer.norm1.parameters(), *layer.norm2.parameters()])
+    assert cost.ffn_params == sum(parameter.numel() for parameter in layer.ffn.parameters())
+
+
+@pytest.mark.parametrize("combine, d_position", CASES)
+@pytest.mark.parametrize("seq_len", [1, 7, 32])
+def test_flops_equal_what_torch_counts_for_a_forward_pass(combine, d_position, seq_len):
+    d_model = 16
+    layer = ReferenceLayer(d_model, combine, d_position, 4)
+    x = torch.randn(seq_len, d_model, generator=torch.Generator().manual_seed(0))
+    p = torch.randn(seq_len, d_position or d_model, generator=torch.Generator().manual_seed(1))
+    with FlopCounterMode(display=False) as counter, torch.no_grad():
+        layer(x, p)
+    cost = layer_cost(d_model, combine=combine, d_position=d_position, seq_len=seq_len)
+    assert cost.flops_per_token * seq_len == counter.get_total_flops()
+
+
+@given(st.integers(min_value=1, max_value=4096))
+def test_added_layer_has_12_d_squared_plus_13_d_parameters(d_model):
+    assert layer_cost(d_model).params == 12 * d_model**2 + 13 * d_model
+
+
+@given(st.integers(min_value=1, max_value=2048), st.integers(min_value=1, max_value=512), st.sampled_from(["concat_wide", "concat_qkv"]))
+def test_concatenating_costs_strictly_more_than_adding(d_model, d_position, combine):
+    add = layer_cost(d_model)
+    concat = layer_cost(d_model, combine=combine, d_position=d_position)
+    assert concat.params > add.params and concat.flops_per_token > add.flops_per_token
+
+
+@given(st.integers(min_value=1, max_value=2048), st.integers(min_value=1, max_value=512))
+def test_concat_wide_is_an_added_layer_of_width_d_plus_p(d_model, d_position):
+    wide = layer_cost(d_model, combine="concat_wide", d_position=d_position, seq_len=9)
+    assert wide == layer_cost(d_model + d_position, seq_len=9)
+
+
+def test_concat_qkv_adds_exactly_3_p_d_weights():
+    assert layer_cost(512, combine="concat_qkv", d_position=64).params - layer_cost(512).params == 3 * 64 * 512
+
+
+def test_combine_modes_are_the_three_documented():
+    assert COMBINE_MODES == ("add", "concat_qkv", "concat_wide")
+
+
+# --- The four-term split ---------------------------------------------------------------------------------
+
+shapes = st.tuples(st.integers(1, 6), st.integers(1, 8), st.integers(1, 5))
+seeds = st.integers(0, 2**32 - 1)
+
+
+def random_inputs(shape, seed):
+    n, d_model, d_k = shape
+    rng = np.random.default_rng(seed)
+    return rng.normal(size=(n, d_model)), rng.normal(size=(n, d_model)), rng.normal(size=(d_model, d_k)), rng.normal(size=(d_model, d_k))
+
+
+@given(shapes, seeds)
+def test_the_four_terms_sum_to_the_logits_of_the_sum(shape, seed):
+    x, p, w_q, w_k = random_inputs(shape, seed)
+    terms = logit_terms(x, p, w_q, w_k)
+    assert isinstance(terms, LogitTerms) and all(term.shape == (shape[0], shape[0]) for term in terms)
+    np.testing.assert_allclose(sum(terms), ((x + p) @ w_q) @ ((x + p) @ w_k).T, rtol=1e-10, atol=1e-10)
+
+
+@given(shapes, seeds)
+def test_each_term_is_the_product_its_name_says(shape, seed):
+    x, p, w_q, w_k = random_inputs(shape, seed)
+    terms = logit_terms(x, p, w_q, w_k)
+    np.testing.assert_allclose(terms.token_position, x @ w_q @ w_k.T @ p.T, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(terms.position_token, p @ w_q @ w_k.T @ x.T, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(terms.position_position, p @ w_q @ w_k.T @ p.T, rtol=1e-10, atol=1e-10)
+    # swapping the roles of tokens and positions swaps the two cross terms
+    swapped = logit_terms(p, x, w_q, w_k)
+    np.testing.assert_allclose(swapped.token_position, terms.position_token, rtol=1e-12, atol=1e-12)
+
+
+def test_without_positions_only_the_token_term_remains():
+    x, _, w_q, w_k = random_inputs((4, 6, 3), 0)
+    terms = logit_terms(x, np.zeros_like(x), w_q, w_k)
+    assert np.abs(terms.token_token).max() > 0.1
+    assert all(np.array_equal(term, np.zeros((4, 4))) for term in terms[1:])
+
+
+# --- Cosines ---------------------------------------------------------------------------------------------
+
+
+def test_mean_abs_cosine_of_known_pairs():
+    assert mean_abs_cosine(np.eye(3), np.eye(3)) == pytest.approx(1 / 3)
+    assert mean_abs_cosine([[1.0, 1.0]], [[-2.0, -2.0]]) == pytest.approx(1.0)
+    assert mean_abs_cosine([[1.0, 0.0]], [[0.0, 5.0]]) == 0.0
+
+
+@given(seeds, st.floats(0.01, 100.0), st.floats(-100.0, -0.01))
+def test_mean_abs_cosine_ignores_scale_and_sign_and_order(seed, scale_a, scale_b):
+    rng = np.random.default_rng(seed)
+    a, b = rng.normal(size=(5, 7)), rng.normal(size=(3, 7))
+    value = mean_abs_cosine(a, b)
+    assert 0.0 <= value <= 1.0
+    assert mean_abs_cosine(scale_a * a, scale_b * b) == pytest.approx(value, rel=1e-12)
+    assert mean_abs_cosine(b, a) == pytest.approx(value, rel=1e-12)
+
+
+def test_mean_abs_cosine_of_random_gaussian_vectors_matches_the_exact_expectation():
+    """E|cos| = Γ(d/2) / (√π Γ((d+1)/2)) for independent Gaussian vectors, within sampling error."""
+    rng = np.random.default_rng(0)
+    for d in (4, 64, 512):
+        expected = math.exp(math.lgamma(d / 2) - math.lgamma((d + 1) / 2)) / math.sqrt(math.pi)
+        measured = mean_abs_cosine(rng.normal(size=(400, d)), rng.normal(size=(400, d)))
+        assert measured == pytest.approx(expected, rel=0.02)
