@@ -5,8 +5,11 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# Builds stamp this date (not the clock) into anything dated, so two builds of a commit are identical.
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+export SOURCE_DATE_EPOCH
 
-.PHONY: venv book test unit notebooks clean
+.PHONY: venv book test unit notebooks bench check-site check-reproducible clean
 
 venv: $(STAMP)
 
@@ -17,18 +20,46 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (posenc)" > /dev/null
 	touch $(STAMP)
 
-book: $(STAMP)
+# ipykernel flushes stdout on a 0.2 s timer; a flush that lands inside one print() splits a line across two
+# stream outputs, and MyST-NB's stream merging then renders a blank line that another build does not have.
+# During `make` builds (POSENC_WHOLE_CELL_STREAMS=1) the kernel flushes stdout at the end of each cell only.
+KERNEL_CONFIG := $(VENV)/etc/ipython/ipython_kernel_config.py
+export POSENC_WHOLE_CELL_STREAMS := 1
+$(KERNEL_CONFIG): Makefile $(STAMP)
+	mkdir -p $(dir $@)
+	printf '%s\n' \
+	  '# Written by the Makefile: see the comment above KERNEL_CONFIG there.' \
+	  'import os' \
+	  'if os.environ.get("POSENC_WHOLE_CELL_STREAMS") == "1":' \
+	  '    c.IPKernelApp.exec_lines = ["__import__(\"ipykernel.iostream\").iostream.OutStream.flush_interval = 3600.0"]' \
+	  > $@
+
+book: $(STAMP) $(KERNEL_CONFIG)
 	$(BIN)/jupyter-book build --all -W -n --keep-going . || { cat _build/html/reports/*.log 2>/dev/null; exit 1; }
 	@echo "Open _build/html/index.html"
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest --doctest-modules posenc tests
 
-notebooks: $(STAMP)
+notebooks: $(STAMP) $(KERNEL_CONFIG)
 	$(BIN)/python -m pytest --nbval-lax --nbval-current-env -p no:cacheprovider notebooks/
+
+# Time posenc.sinusoidal against the usual implementations (about two minutes; not part of `test`).
+bench: $(STAMP)
+	$(BIN)/python -m posenc.bench
 
 # tests/test_notebook_sources.py (in `unit`) checks that every notebook is stripped and in _toc.yml.
 test: unit notebooks book
+
+# The built book in Debian's headless Chromium (/usr/bin/chromium; see README.md): first the checker's own
+# tests on a tiny broken site, then every page of _build/html (run `make book` or `make test` before).
+check-site: $(STAMP)
+	$(BIN)/python -m pytest -p no:cacheprovider -m browser tests/test_site_check.py
+	$(BIN)/python tests/site_check.py
+
+# Two fresh builds into temporary directories must give identical pages, notebook outputs and figure bytes.
+check-reproducible: $(STAMP) $(KERNEL_CONFIG)
+	$(BIN)/python tests/check_reproducible.py
 
 clean:
 	rm -rf _build

@@ -10,6 +10,17 @@ from posenc._validation import check_table_size
 from posenc import MAX_TABLE_ELEMENTS, frequencies, layout_permutation, sinusoidal, translation_matrix
 from posenc.nn import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
 from posenc.plotting import heatmap
+from posenc.bench import run as bench_run
+from posenc.attention import layer_cost, logit_terms, mean_abs_cosine
+from posenc.prototypes import binary_code, dyadic_dials, normalised_count, raw_count
+from posenc.tabular import FeatureTokenizer, TinyFTTransformer, permute_features, train_regression
+
+
+def _tiny_regression(y_shape=(4,)):
+    """A valid (model, x_train, y_train, x_test, y_test) for train_regression, with the y_train shape given."""
+    x = torch.zeros(4, 3)
+    return TinyFTTransformer(3, d_token=4), x, torch.zeros(y_shape), x, torch.zeros(4)
+
 
 # (call, exception, text the message must contain)
 BAD_CALLS = {
@@ -34,6 +45,13 @@ BAD_CALLS = {
     "complex positions": (lambda: sinusoidal(np.array([1j]), 8), TypeError, "positions"),
     "string positions": (lambda: sinusoidal(["a", "b"], 8), TypeError, "positions"),
     "too many positions": (lambda: sinusoidal(2**40, 512), ValueError, "positions"),
+    # start and step (an int count only)
+    "nan start": (lambda: sinusoidal(4, 8, start=float("nan")), ValueError, "start"),
+    "str step": (lambda: sinusoidal(4, 8, step="1"), TypeError, "step"),
+    "step with a position array": (lambda: sinusoidal([0.0, 1.0], 8, step=2.0), ValueError, "step"),
+    "overflowing progression": (lambda: sinusoidal(4, 8, start=1e308, step=1e308), ValueError, "start + step"),
+    "bench odd d_model": (lambda: bench_run([(16, 7)]), ValueError, "d_model"),
+    "bench size not a pair": (lambda: bench_run([2048]), TypeError, "sizes"),
     # base
     "zero base": (lambda: sinusoidal(4, 8, base=0.0), ValueError, "base"),
     "negative base": (lambda: frequencies(8, base=-10000.0), ValueError, "base"),
@@ -75,6 +93,70 @@ BAD_CALLS = {
     "learned too long": (lambda: LearnedPositionalEmbedding(4, 8)(torch.zeros(1, 5, 8)), ValueError, "max_len"),
     # plotting
     "heatmap of a vector": (lambda: heatmap(np.zeros(5)), ValueError, "table"),
+    # the prototype codes (posenc.prototypes)
+    "raw count negative": (lambda: raw_count(-1), ValueError, "n_positions"),
+    "raw count float": (lambda: raw_count(3.0), TypeError, "n_positions"),
+    "raw count too many": (lambda: raw_count(2**40), ValueError, "n_positions"),
+    "normalised count of one": (lambda: normalised_count(1), ValueError, "n_positions"),
+    "normalised count bool": (lambda: normalised_count(True), TypeError, "n_positions"),
+    "normalised count too many": (lambda: normalised_count(MAX_TABLE_ELEMENTS + 1), ValueError, "n_positions"),
+    "binary too few bits": (lambda: binary_code(9, 3), ValueError, "n_bits"),
+    "binary zero bits": (lambda: binary_code(1, 0), ValueError, "n_bits"),
+    "binary str bits": (lambda: binary_code(4, "2"), TypeError, "n_bits"),
+    "binary negative count": (lambda: binary_code(-1, 4), ValueError, "n_positions"),
+    "binary float count": (lambda: binary_code(4.0, 4), TypeError, "n_positions"),
+    "binary non-bool centred": (lambda: binary_code(4, 2, centred="yes"), TypeError, "centred"),
+    "binary huge table": (lambda: binary_code(2**30, 40), ValueError, "n_bits"),
+    "dials zero columns": (lambda: dyadic_dials(4, 0), ValueError, "n_columns"),
+    "dials bool columns": (lambda: dyadic_dials(4, True), TypeError, "n_columns"),
+    "dials negative count": (lambda: dyadic_dials(-3, 4), ValueError, "n_positions"),
+    "dials huge table": (lambda: dyadic_dials(2**20, 2**10), ValueError, "n_columns"),
+    # add or concatenate (posenc.attention)
+    "cost zero d_model": (lambda: layer_cost(0), ValueError, "d_model"),
+    "cost float d_model": (lambda: layer_cost(512.0), TypeError, "d_model"),
+    "cost unknown combine": (lambda: layer_cost(8, combine="concat"), ValueError, "combine"),
+    "cost non-str combine": (lambda: layer_cost(8, combine=1), TypeError, "combine"),
+    "cost add with d_position": (lambda: layer_cost(8, d_position=4), ValueError, "d_position"),
+    "cost concat without d_position": (lambda: layer_cost(8, combine="concat_wide"), ValueError, "d_position"),
+    "cost negative d_position": (lambda: layer_cost(8, combine="concat_qkv", d_position=-1), ValueError, "d_position"),
+    "cost zero seq_len": (lambda: layer_cost(8, seq_len=0), ValueError, "seq_len"),
+    "cost bool ffn_multiplier": (lambda: layer_cost(8, ffn_multiplier=True), TypeError, "ffn_multiplier"),
+    "logits 1-D tokens": (lambda: logit_terms(np.zeros(4), np.zeros((1, 4)), np.eye(4), np.eye(4)), ValueError, "tokens"),
+    "logits mismatched positions": (lambda: logit_terms(np.zeros((2, 4)), np.zeros((3, 4)), np.eye(4), np.eye(4)), ValueError, "positions"),
+    "logits wrong w_query rows": (lambda: logit_terms(np.zeros((2, 4)), np.zeros((2, 4)), np.eye(3), np.eye(3)), ValueError, "w_query"),
+    "logits nan w_key": (lambda: logit_terms(np.zeros((2, 2)), np.zeros((2, 2)), np.eye(2), np.full((2, 2), np.nan)), ValueError, "w_key"),
+    "logits str tokens": (lambda: logit_terms("x", np.zeros((2, 2)), np.eye(2), np.eye(2)), TypeError, "tokens"),
+    "logits complex positions": (lambda: logit_terms(np.zeros((1, 2)), np.ones((1, 2)) * 1j, np.eye(2), np.eye(2)), TypeError, "positions"),
+    "cosine zero row": (lambda: mean_abs_cosine(np.zeros((1, 3)), np.ones((1, 3))), ValueError, "rows_a"),
+    "cosine widths differ": (lambda: mean_abs_cosine(np.ones((1, 3)), np.ones((1, 4))), ValueError, "rows_b"),
+    "cosine empty": (lambda: mean_abs_cosine(np.ones((1, 3)), np.ones((0, 3))), ValueError, "rows_b"),
+    "cosine None": (lambda: mean_abs_cosine(None, np.ones((1, 3))), TypeError, "rows_a"),
+    "cosine ragged rows": (lambda: mean_abs_cosine([[1.0, 2.0], [3.0]], np.ones((1, 2))), TypeError, "rows_a"),
+    # the tabular models (posenc.tabular)
+    "tokenizer zero features": (lambda: FeatureTokenizer(0, 4), ValueError, "n_features"),
+    "tokenizer str d_token": (lambda: FeatureTokenizer(3, "4"), TypeError, "d_token"),
+    "tokenizer int bias flag": (lambda: FeatureTokenizer(3, 4, bias=1), TypeError, "bias"),
+    "tokenizer huge table": (lambda: FeatureTokenizer(2**20, 2**10), ValueError, "n_features"),
+    "tokenizer wrong width": (lambda: FeatureTokenizer(3, 4)(torch.zeros(2, 5)), ValueError, "x"),
+    "tokenizer integer input": (lambda: FeatureTokenizer(3, 4)(torch.zeros(2, 3, dtype=torch.long)), TypeError, "x"),
+    "model heads not dividing": (lambda: TinyFTTransformer(3, d_token=6, n_heads=4), ValueError, "n_heads"),
+    "model bool n_layers": (lambda: TinyFTTransformer(3, n_layers=True), TypeError, "n_layers"),
+    "model float64 input": (lambda: TinyFTTransformer(3, d_token=4)(torch.zeros(2, 3, dtype=torch.float64)), TypeError, "x"),
+    "permute repeated index": (lambda: permute_features(FeatureTokenizer(3, 4), [0, 0, 1]), ValueError, "permutation"),
+    "permute a str": (lambda: permute_features(FeatureTokenizer(3, 4), "012"), TypeError, "permutation"),
+    "permute a plain module": (lambda: permute_features(torch.nn.Linear(2, 2), [0, 1]), TypeError, "module"),
+    "train zero steps": (lambda: train_regression(*_tiny_regression(), steps=0), ValueError, "steps"),
+    "train nan lr": (lambda: train_regression(*_tiny_regression(), lr=float("nan")), ValueError, "lr"),
+    "train 2-D targets": (lambda: train_regression(*_tiny_regression(y_shape=(4, 1))), ValueError, "y_train"),
+    "train not a model": (lambda: train_regression(torch.nn.Linear(3, 1), *_tiny_regression()[1:]), TypeError, "model"),
+    "model too many layers": (lambda: TinyFTTransformer(3, n_layers=65), ValueError, "n_layers"),
+    "model encoder too large": (lambda: TinyFTTransformer(1, d_token=2**13, n_heads=1), ValueError, "d_token"),
+    "model int norm_first": (lambda: TinyFTTransformer(3, norm_first=1), TypeError, "norm_first"),
+    "tokenizer str shared_weight": (lambda: FeatureTokenizer(3, 4, shared_weight="no"), TypeError, "shared_weight"),
+    "tokenizer 3-D input": (lambda: FeatureTokenizer(3, 4)(torch.zeros(2, 3, 1)), ValueError, "x"),
+    "permute short permutation": (lambda: permute_features(TinyFTTransformer(3, d_token=4), [0, 1]), ValueError, "permutation"),
+    "permute float permutation": (lambda: permute_features(FeatureTokenizer(3, 4), [0.0, 1.0, 2.0]), TypeError, "permutation"),
+    "train too many steps": (lambda: train_regression(*_tiny_regression(), steps=10**6), ValueError, "steps"),
 }
 
 
@@ -111,3 +193,77 @@ def test_the_limit_is_exactly_max_table_elements():
     check_table_size(MAX_TABLE_ELEMENTS // 64, 64)
     with pytest.raises(ValueError, match="positions x d_model"):
         check_table_size(MAX_TABLE_ELEMENTS // 64 + 1, 64)
+
+
+# --- Coverage: every public name of posenc has a row above -----------------------------------------------
+
+
+def public_modules():
+    """``posenc`` itself and every public submodule (``posenc.nn``, ``posenc.plotting``, ...)."""
+    import importlib
+    import pkgutil
+
+    import posenc
+
+    names = sorted(info.name for info in pkgutil.iter_modules(posenc.__path__) if not info.name.startswith("_"))
+    return [posenc, *(importlib.import_module(f"posenc.{name}") for name in names)]
+
+
+def public_objects():
+    """``{"module.name": object}`` for every name in the ``__all__`` of every public module."""
+    return {
+        f"{module.__name__}.{name}": getattr(module, name)
+        for module in public_modules()
+        for name in getattr(module, "__all__", ())  # a module without __all__ fails the next test
+    }
+
+
+def test_every_public_module_declares_its_public_names():
+    """The coverage below is over __all__: a public module (no leading underscore) must declare one."""
+    assert [m.__name__ for m in public_modules() if not hasattr(m, "__all__")] == []
+
+
+def takes_no_input(obj):
+    """Public names that accept nothing to validate: constants, result records, functions without parameters."""
+    import dataclasses
+    import inspect
+
+    if not callable(obj):
+        return "a constant"
+    if isinstance(obj, type) and (dataclasses.is_dataclass(obj) or (issubclass(obj, tuple) and hasattr(obj, "_fields"))):
+        return "a result record returned by a function"
+    if not isinstance(obj, type) and not inspect.signature(obj).parameters:
+        return "a function without parameters"
+    return None
+
+
+def objects_called_by(call):
+    """The module-level objects a table row's lambda refers to by name."""
+    return [call.__globals__[name] for name in call.__code__.co_names if name in call.__globals__]
+
+
+def test_every_public_name_has_a_bad_input_row():
+    """Each public function and class of posenc, in every module's __all__, is called with bad input above."""
+    covered = [obj for call, _, _ in BAD_CALLS.values() for obj in objects_called_by(call)]
+    missing = [
+        name
+        for name, obj in public_objects().items()
+        if takes_no_input(obj) is None and not any(obj is other for other in covered)
+    ]
+    assert missing == [], f"public names without a row in BAD_CALLS: {missing}"
+
+
+def test_every_bad_input_is_refused_before_a_large_allocation():
+    """No row allocates 1 MB before it raises: validation comes first."""
+    too_large = {}
+    for label, (call, exception, _) in BAD_CALLS.items():
+        tracemalloc.start()
+        try:
+            with pytest.raises(exception):
+                call()
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        if peak >= 1_000_000:
+            too_large[label] = peak
+    assert too_large == {}

@@ -31,18 +31,28 @@ def test_there_are_chapters():
     assert NOTEBOOKS, "notebooks/ holds no chapter"
 
 
+def unstripped_cells(path):
+    """Indices of the code cells of notebook ``path`` that carry outputs or an execution count."""
+    return [i for i, cell in enumerate(code_cells(path)) if cell.get("outputs") or cell.get("execution_count") is not None]
+
+
+def is_in_toc(path, root=ROOT):
+    """Whether notebook ``path`` (inside the book at ``root``) is listed in ``root/_toc.yml``."""
+    toc = yaml.safe_load((root / "_toc.yml").read_text())
+    listed = {toc["root"], *toc_files(toc.get("chapters", []) + toc.get("parts", []))}
+    return path.relative_to(root).with_suffix("").as_posix() in listed
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda path: path.name)
 def test_notebook_is_stripped(path):
     """No outputs and no execution counts: the build makes outputs, git holds only sources."""
-    dirty = [i for i, cell in enumerate(code_cells(path)) if cell.get("outputs") or cell.get("execution_count") is not None]
+    dirty = unstripped_cells(path)
     assert dirty == [], f"{path.name}: code cells {dirty} carry outputs or execution counts"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda path: path.name)
 def test_notebook_is_in_the_toc(path):
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    listed = {toc["root"], *toc_files(toc.get("chapters", []) + toc.get("parts", []))}
-    assert path.relative_to(ROOT).with_suffix("").as_posix() in listed
+    assert is_in_toc(path), f"{path.name} is not listed in _toc.yml"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda path: path.name)

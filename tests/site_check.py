@@ -1,0 +1,417 @@
+"""Check the rendered book in a real browser, the way a reader meets it.
+
+Serves a built HTML site on an ephemeral 127.0.0.1 port, drives Debian's headless Chromium
+(``/usr/bin/chromium``) with Playwright (no downloaded browser), and visits every page the table of
+contents produces. A page passes when it
+
+* loads (HTTP 200), logs no console error and raises no page error;
+* requests nothing from any host but the local server (such requests are aborted and counted) and gets
+  no 4xx/5xx answer from it;
+* has every math element typeset by MathJax (each ``.math`` element holds an ``mjx-container``, and no
+  ``mjx-merror`` node exists);
+* has every image decoded (``naturalWidth > 0``);
+* has every internal link resolve, ``#anchor`` included;
+* has no external link in the theme's chrome (outside the article), and, for a book, the
+  previous/next links of the TOC order and, for a notebook, a download link to its ``.ipynb``.
+
+It prints one row per page, saves a full-page screenshot of each page (for a person to look at), and
+exits non-zero if any page fails. The site's search is checked too: searching a word must list results.
+
+Usage (from the repository root, after ``make book``)::
+
+    .venv/bin/python tests/site_check.py [--html _build/html] [--screenshots _build/site-check]
+
+``make check-site`` runs it. :func:`check_pages` is the reusable core (tests/test_site_check.py feeds it a
+tiny broken site to show that each kind of failure is reported).
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import html.parser
+import http.server
+import os
+import sys
+import threading
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+# Debian's Chromium; POSENC_CHROMIUM points elsewhere (e.g. /snap/bin/chromium on Ubuntu).
+CHROMIUM = Path(os.environ.get("POSENC_CHROMIUM", "/usr/bin/chromium"))
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+ROOT = Path(__file__).resolve().parent.parent
+PAGE_TIMEOUT_MS = 30_000
+
+
+@dataclass
+class PageReport:
+    """What one page showed the browser; ``failures`` is empty when the page passes."""
+
+    page: str
+    status: int | None = None
+    console_errors: list[str] = field(default_factory=list)
+    page_errors: list[str] = field(default_factory=list)
+    remote_requests: list[str] = field(default_factory=list)
+    failed_local_requests: list[str] = field(default_factory=list)
+    math_elements: int = 0
+    math_typeset: int = 0
+    math_errors: int = 0
+    images: int = 0
+    images_decoded: int = 0
+    links_checked: int = 0
+    anchors_checked: int = 0
+    external_links: int = 0
+    failures: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+
+class _IdCollector(html.parser.HTMLParser):
+    """Collect every ``id`` (and ``<a name>``) of a document: the targets a ``#fragment`` may name."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.ids: set[str] = set()
+
+    def handle_starttag(self, tag, attrs):
+        for name, value in attrs:
+            if value is not None and (name == "id" or (tag == "a" and name == "name")):
+                self.ids.add(value)
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format, *args):  # noqa: A002 - the signature is http.server's
+        pass
+
+
+class _Server(http.server.ThreadingHTTPServer):
+    def handle_error(self, request, client_address):
+        """A browser that drops a connection mid-response (navigating on) is not an error of the site."""
+        if isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            return
+        super().handle_error(request, client_address)
+
+
+class LocalServer:
+    """``http.server`` on 127.0.0.1 with an ephemeral port, serving ``root`` from a background thread."""
+
+    def __init__(self, root: Path):
+        handler = functools.partial(_QuietHandler, directory=str(root))
+        self.httpd = _Server(("127.0.0.1", 0), handler)
+        self.origin = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc_info):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join()
+
+
+def _require_chromium() -> None:
+    if not CHROMIUM.exists():
+        raise SystemExit(
+            f"site check: {CHROMIUM} not found. Install Debian's Chromium first "
+            "(as root: apt-get update && apt-get install -y chromium); see README.md."
+        )
+
+
+class _AnchorIndex:
+    """Fetches local documents once and answers whether a URL (with its fragment) resolves."""
+
+    def __init__(self, origin: str):
+        self.origin = origin
+        self.ids: dict[str, set[str] | None] = {}  # None: the document did not load
+
+    def _load(self, url: str) -> set[str] | None:
+        if url not in self.ids:
+            try:
+                with urllib.request.urlopen(url, timeout=10) as response:
+                    body = response.read()
+                    is_html = "html" in response.headers.get("Content-Type", "")
+            except (urllib.error.URLError, OSError):
+                self.ids[url] = None
+                return None
+            collector = _IdCollector()
+            if is_html:
+                collector.feed(body.decode("utf-8", errors="replace"))
+            self.ids[url] = collector.ids
+        return self.ids[url]
+
+    def problem(self, url: str) -> str | None:
+        """``None`` if ``url`` resolves, else what is wrong with it."""
+        document, _, fragment = url.partition("#")
+        ids = self._load(document)
+        if ids is None:
+            return f"broken link {url}"
+        fragment = urllib.parse.unquote(fragment)
+        if fragment and fragment not in ids:
+            return f"missing anchor #{fragment} in {document}"
+        return None
+
+
+_PAGE_FACTS_JS = """
+async () => {
+  for (const img of document.images) { img.loading = "eager"; }
+  await Promise.all([...document.images].map(img => img.decode().catch(() => null)));
+  let mathjax = "absent";
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
+    await MathJax.startup.promise;
+    mathjax = "done";
+  }
+  const math = [...document.querySelectorAll(".math")];
+  const article = document.querySelector("article") || document.querySelector("main") || document.body;
+  return {
+    mathjax,
+    math_elements: math.length,
+    math_typeset: math.filter(el => el.querySelector("mjx-container")).length,
+    math_containers: document.querySelectorAll("mjx-container").length,
+    math_errors: document.querySelectorAll("mjx-merror").length,
+    images: [...document.images].map(img => ({src: img.currentSrc || img.src, ok: img.complete && img.naturalWidth > 0})),
+    links: [...document.querySelectorAll("a[href]")].map(a => ({
+      href: a.href, raw: a.getAttribute("href"), in_article: article.contains(a), classes: a.className,
+    })),
+    ids: [...document.querySelectorAll("[id]")].map(el => el.id),
+    prev: (document.querySelector("a.left-prev") || {}).href || null,
+    next: (document.querySelector("a.right-next") || {}).href || null,
+  };
+}
+"""
+
+
+def check_pages(
+    html_dir: Path,
+    pages: list[str],
+    *,
+    screenshot_dir: Path | None = None,
+    prev_next: bool = False,
+    notebooks: frozenset[str] = frozenset(),
+    search_word: str | None = None,
+) -> tuple[list[PageReport], list[str]]:
+    """Visit ``pages`` (paths relative to ``html_dir``) in Chromium; return a report per page and site-wide failures.
+
+    ``prev_next`` demands that page ``k`` links back to page ``k - 1`` and on to page ``k + 1`` (the theme's
+    footer). ``notebooks`` are the pages that must offer their ``.ipynb`` for download. ``search_word``, if
+    given, is searched for on ``search.html`` and must give at least one result.
+    """
+    from playwright.sync_api import Error as PlaywrightError
+    from playwright.sync_api import sync_playwright
+
+    _require_chromium()
+    reports: list[PageReport] = []
+    site_failures: list[str] = []
+    with LocalServer(html_dir) as server, sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+        context = browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
+        current: dict[str, PageReport] = {}
+
+        def route(route_request):
+            url = route_request.request.url
+            if url.startswith(server.origin + "/") or url.startswith("data:") or url.startswith("blob:"):
+                route_request.continue_()
+            else:
+                current["report"].remote_requests.append(url)
+                route_request.abort()
+
+        context.route("**/*", route)
+        anchors = _AnchorIndex(server.origin)
+        urls = [f"{server.origin}/{page}" for page in pages]
+        for index, page_path in enumerate(pages):
+            report = PageReport(page_path)
+            current["report"] = report
+            page = context.new_page()
+            page.on("console", lambda msg, r=report: r.console_errors.append(msg.text) if msg.type == "error" else None)
+            page.on("pageerror", lambda error, r=report: r.page_errors.append(str(error)))
+            page.on(
+                "response",
+                lambda response, r=report: r.failed_local_requests.append(f"{response.status} {response.url}")
+                if response.status >= 400 and response.url.startswith(server.origin)
+                else None,
+            )
+            try:
+                response = page.goto(urls[index], wait_until="load", timeout=PAGE_TIMEOUT_MS)
+                report.status = response.status if response else None
+                page.wait_for_load_state("networkidle", timeout=PAGE_TIMEOUT_MS)
+                facts = page.evaluate(_PAGE_FACTS_JS)
+            except PlaywrightError as error:
+                report.failures.append(f"page did not load: {error.message.splitlines()[0]}")
+                page.close()
+                reports.append(report)
+                continue
+            _judge(report, facts, anchors, server.origin, urls[index])
+            if prev_next:
+                expected_prev = urls[index - 1] if index > 0 else None
+                expected_next = urls[index + 1] if index + 1 < len(urls) else None
+                for side, found, expected in (("previous", facts["prev"], expected_prev), ("next", facts["next"], expected_next)):
+                    if (found.split("#")[0] if found else None) != expected:
+                        report.failures.append(f"{side} link is {found}, expected {expected}")
+            if page_path in notebooks:
+                downloads = [link["href"] for link in facts["links"] if link["href"].split("?")[0].endswith(".ipynb")]
+                if not downloads:
+                    report.failures.append("no download link to the notebook")
+            if screenshot_dir is not None:
+                screenshot_dir.mkdir(parents=True, exist_ok=True)
+                page.screenshot(path=str(screenshot_dir / (page_path.replace("/", "__").removesuffix(".html") + ".png")), full_page=True)
+            page.close()
+            reports.append(report)
+
+        if search_word is not None:
+            current["report"] = PageReport("search.html")
+            page = context.new_page()
+            page.goto(f"{server.origin}/search.html?q={urllib.parse.quote(search_word)}", wait_until="load")
+            try:
+                page.wait_for_selector("#search-results ul.search li", timeout=PAGE_TIMEOUT_MS)
+                hits = page.locator("#search-results ul.search li").count()
+            except PlaywrightError:
+                hits = 0
+            if hits == 0:
+                site_failures.append(f"searching for {search_word!r} listed no result")
+            else:
+                print(f"search for {search_word!r}: {hits} results")
+            if current["report"].remote_requests:
+                site_failures.append(f"search page requested {current['report'].remote_requests}")
+            page.close()
+        context.close()
+        browser.close()
+    return reports, site_failures
+
+
+def _judge(report: PageReport, facts: dict, anchors: _AnchorIndex, origin: str, page_url: str) -> None:
+    """Turn the facts gathered in the page into counts and failures."""
+    if report.status != 200:
+        report.failures.append(f"HTTP status {report.status}")
+    report.failures += [f"console error: {text}" for text in report.console_errors]
+    report.failures += [f"page error: {text}" for text in report.page_errors]
+    report.failures += [f"request to another host: {url}" for url in report.remote_requests]
+    report.failures += [f"local request failed: {text}" for text in report.failed_local_requests]
+
+    report.math_elements, report.math_typeset = facts["math_elements"], facts["math_typeset"]
+    report.math_errors = facts["math_errors"]
+    if report.math_elements and facts["mathjax"] != "done":
+        report.failures.append(f"{report.math_elements} math elements but MathJax did not run")
+    if report.math_typeset != report.math_elements:
+        report.failures.append(f"only {report.math_typeset} of {report.math_elements} math elements typeset")
+    if report.math_errors:
+        report.failures.append(f"{report.math_errors} MathJax errors (mjx-merror)")
+
+    report.images = len(facts["images"])
+    report.images_decoded = sum(image["ok"] for image in facts["images"])
+    report.failures += [f"image not decoded: {image['src']}" for image in facts["images"] if not image["ok"]]
+
+    own_ids = set(facts["ids"])
+    for link in facts["links"]:
+        href = link["href"]
+        if href.startswith(origin + "/"):
+            document, _, fragment = href.partition("#")
+            if document == page_url.partition("#")[0] and link["raw"].startswith("#"):
+                # Same-page anchor: resolve against the live document.
+                if fragment and urllib.parse.unquote(fragment) not in own_ids:
+                    report.failures.append(f"missing anchor #{fragment} on this page")
+            else:
+                problem = anchors.problem(href)
+                if problem:
+                    report.failures.append(problem)
+            report.links_checked += 1
+            report.anchors_checked += bool(fragment)
+        elif href.startswith(("http://", "https://")):
+            report.external_links += 1
+            if not link["in_article"]:
+                report.failures.append(f"external link in the theme's chrome: {href}")
+        elif not href.startswith(("mailto:", "javascript:")):
+            report.failures.append(f"link with an unexpected scheme: {href}")
+
+
+def toc_pages(root: Path = ROOT) -> tuple[list[str], frozenset[str]]:
+    """The HTML pages of the book in reading order, and which of them are notebooks."""
+    toc = yaml.safe_load((root / "_toc.yml").read_text())
+
+    def files(entries):
+        for entry in entries:
+            if "file" in entry:
+                yield entry["file"]
+            yield from files(entry.get("chapters", []) + entry.get("sections", []) + entry.get("parts", []))
+
+    sources = [toc["root"], *files(toc.get("chapters", []) + toc.get("parts", []))]
+    pages = [f"{source}.html" for source in sources]
+    notebooks = frozenset(f"{source}.html" for source in sources if (root / f"{source}.ipynb").exists())
+    return pages, notebooks
+
+
+def format_table(reports: list[PageReport]) -> str:
+    header = ("page", "status", "console", "remote", "math typeset", "images decoded", "links (anchors)", "external", "result")
+    rows = [
+        (
+            r.page,
+            str(r.status),
+            str(len(r.console_errors) + len(r.page_errors)),
+            str(len(r.remote_requests)),
+            f"{r.math_typeset}/{r.math_elements}",
+            f"{r.images_decoded}/{r.images}",
+            f"{r.links_checked} ({r.anchors_checked})",
+            str(r.external_links),
+            "ok" if r.ok else "FAIL",
+        )
+        for r in reports
+    ]
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)) for row in [header, *rows]]
+    lines.insert(1, "  ".join("-" * width for width in widths))
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--html", type=Path, default=ROOT / "_build" / "html", help="built site (default _build/html)")
+    parser.add_argument("--screenshots", type=Path, default=ROOT / "_build" / "site-check", help="where screenshots go")
+    parser.add_argument("--source", type=Path, default=ROOT, help="book source holding _toc.yml (default: this repository)")
+    parser.add_argument("--search-word", default="positional", help="word the search page must find")
+    args = parser.parse_args(argv)
+    if not (args.html / "index.html").exists():
+        raise SystemExit(f"site check: {args.html}/index.html not found: build the book first (make book)")
+
+    pages, notebooks = toc_pages(args.source)
+    reports, site_failures = check_pages(
+        args.html, pages, screenshot_dir=args.screenshots, prev_next=True,
+        notebooks=notebooks, search_word=args.search_word,
+    )
+    print(format_table(reports))
+    total = (
+        f"{len(reports)} pages, {sum(r.math_typeset for r in reports)}/{sum(r.math_elements for r in reports)} math "
+        f"elements typeset, {sum(r.images_decoded for r in reports)}/{sum(r.images for r in reports)} images decoded, "
+        f"{sum(r.links_checked for r in reports)} internal links checked ({sum(r.anchors_checked for r in reports)} "
+        f"with anchors); screenshots in {args.screenshots}"
+    )
+    print(total)
+    failed = [r for r in reports if not r.ok]
+    for report in failed:
+        print(f"\nFAIL {report.page}:")
+        for failure in dict.fromkeys(report.failures):
+            print(f"  - {failure}")
+    for failure in site_failures:
+        print(f"FAIL site: {failure}")
+    print(f"site check: {len(reports) - len(failed)} passed, {len(failed) + len(site_failures)} failed")
+    return 1 if failed or site_failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

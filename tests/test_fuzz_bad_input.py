@@ -1,0 +1,342 @@
+"""Fuzz every public function and class of posenc: only a TypeError or ValueError naming a parameter escapes.
+
+For each public callable (every name in the ``__all__`` of ``posenc`` and its public submodules, plus the
+``forward`` of each module class) the fuzz starts from a valid call and replaces one or more arguments with
+wild values: ints (bools, negatives, huge), floats (NaN, infinities, huge), strings, None, odd objects,
+NumPy arrays and torch tensors of odd shapes and dtypes. Whatever it draws,
+
+* the call either succeeds, and then its output has the documented shape and is finite (given finite
+  input), or it raises ``TypeError``/``ValueError`` whose message names a parameter of the callable;
+* no other exception escapes, and no call runs for more than a few seconds (an oversized request that is
+  accepted instead of refused would).
+
+``SPECS`` must cover every public callable that takes input (test_bad_input.takes_no_input says which do
+not); a test checks that it does. Hypothesis runs derandomized (tests/conftest.py), so failures reproduce.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import re
+import signal
+from contextlib import contextmanager
+from dataclasses import dataclass, fields
+from typing import Any, Callable
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from posenc import binary_code, dyadic_dials, frequencies, layout_permutation, normalised_count, raw_count
+from posenc import sinusoidal, translation_matrix
+from posenc.attention import layer_cost, logit_terms, mean_abs_cosine
+from posenc.nn import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
+from posenc.plotting import heatmap
+from posenc.tabular import FeatureTokenizer, TinyFTTransformer, permute_features, train_regression
+from test_bad_input import public_objects, takes_no_input
+
+SECONDS_PER_CALL = 30
+
+
+# --- Wild values ----------------------------------------------------------------------------------------
+
+
+def _array(shape, dtype, fill):
+    if dtype is object:
+        return np.full(shape, "a", dtype=object)
+    values = {"zeros": 0.0, "ones": 1.0, "nan": math.nan, "inf": math.inf}[fill]
+    if not np.issubdtype(dtype, np.floating) and not np.issubdtype(dtype, np.complexfloating):
+        values = 0 if fill in ("nan", "inf") else values
+    return np.full(shape, values).astype(dtype)
+
+
+def _tensor(shape, dtype, fill):
+    if fill in ("nan", "inf") and not dtype.is_floating_point:
+        fill = "ones"
+    return torch.full(shape, {"zeros": 0.0, "ones": 1.0, "nan": math.nan, "inf": math.inf}[fill]).to(dtype)
+
+
+FILLS = st.sampled_from(["zeros", "ones", "nan", "inf"])
+ARRAYS = st.builds(
+    _array,
+    st.sampled_from([(0,), (3,), (4,), (2, 3), (3, 3), (4, 3), (1, 8), (2, 2, 2), (0, 3)]),
+    st.sampled_from([np.float64, np.float32, np.float16, np.int64, np.bool_, np.complex128, object]),
+    FILLS,
+)
+TENSORS = st.builds(
+    _tensor,
+    st.sampled_from([(2, 3, 8), (1, 5, 8), (3, 8), (1, 0, 8), (2, 3, 6), (4, 3), (2, 5), (4,), (0, 3), (2, 3, 4)]),
+    st.sampled_from([torch.float32, torch.float64, torch.float16, torch.int64, torch.bool]),
+    FILLS,
+)
+WILD = st.one_of(
+    st.sampled_from([0, 1, 2, 3, 4, 5, 8, 16, -1, -8, 2**31, 2**40, 2**63, -(2**63), 10**30]),
+    st.booleans(),
+    st.sampled_from([0.0, 0.5, 1.0, 2.0, -3.5, 1e4, 1e300, -1e300, math.nan, math.inf, -math.inf]),
+    st.sampled_from(["", "interleaved", "halves", "cos_first", "add", "concat_wide", "8", "nan"]),
+    st.none(),
+    st.sampled_from([np.int64(4), np.float32("nan"), np.bool_(True), 1j, [1, 2], [[1.0, 2.0]], [0, 2, 1], {}, ()]),
+    ARRAYS,
+    TENSORS,
+)
+
+
+# --- What each callable promises ------------------------------------------------------------------------
+
+
+def _finite_array(value, shape):
+    value = np.asarray(value)
+    assert value.shape == shape, f"shape {value.shape}, documented {shape}"
+    assert np.all(np.isfinite(value)), "non-finite output"
+
+
+@dataclass
+class Spec:
+    """How to call one public callable, with which valid arguments, and what a successful result must be."""
+
+    target: Any  # the public object: its signature names the parameters
+    call: Callable[[dict], Any]
+    valid: Callable[[], dict]
+    check: Callable[[Any, dict], None]
+
+
+def _check_module_forward(module, d_in):
+    x = torch.zeros(2, 1, d_in)  # one position: every valid max_len covers it
+    out = module(x)
+    assert out.shape == x.shape and torch.isfinite(out).all()
+
+
+def _check_forward_result(out, kwargs, expected_shape=None):
+    x = kwargs["x"]
+    assert out.shape == (expected_shape or x.shape), f"shape {tuple(out.shape)}"
+    if torch.isfinite(x).all():
+        assert torch.isfinite(out).all(), "non-finite output for finite input"
+
+
+def _check_heatmap(ax, kwargs):
+    assert ax.figure is not None
+
+
+def _check_layer_cost(cost, kwargs):
+    for item in fields(cost):
+        value = getattr(cost, item.name)
+        assert isinstance(value, int) and value >= 0, f"{item.name} = {value!r}"
+
+
+def _check_logit_terms(terms, kwargs):
+    n = np.asarray(kwargs["tokens"]).shape[0]
+    for term in terms:
+        _finite_array(term, (n, n))
+
+
+def _check_cosine(value, kwargs):
+    assert isinstance(value, float) and 0.0 <= value <= 1.0 + 1e-12, value
+
+
+def _tiny_data(n=4, n_features=3):
+    x = torch.linspace(-1, 1, n * n_features).reshape(n, n_features)
+    return x, x[:, 0].clone()
+
+
+def _regression_kwargs():
+    x, y = _tiny_data()
+    return dict(model=TinyFTTransformer(3, d_token=4), x_train=x, y_train=y, x_test=x, y_test=y, steps=3, lr=0.01)
+
+
+def _check_curves(curves, kwargs):
+    assert len(curves.train_mse) == len(curves.test_mse) == kwargs["steps"] + 1
+    assert all(isinstance(v, float) for v in curves.train_mse + curves.test_mse)
+
+
+SPECS = {
+    "posenc.frequencies": Spec(
+        frequencies, lambda a: frequencies(a["d_model"], base=a["base"]), lambda: dict(d_model=8, base=10000.0),
+        lambda out, a: _finite_array(out, (a["d_model"] // 2,)),
+    ),
+    "posenc.sinusoidal": Spec(
+        sinusoidal,
+        lambda a: sinusoidal(
+            a["positions"], a["d_model"], base=a["base"], layout=a["layout"], dtype=a["dtype"], start=a["start"], step=a["step"]
+        ),
+        lambda: dict(positions=5, d_model=8, base=10000.0, layout="interleaved", dtype=np.float32, start=0.0, step=1.0),
+        lambda out, a: _finite_array(out, (a["positions"] if isinstance(a["positions"], int) else len(a["positions"]), a["d_model"])),
+    ),
+    "posenc.translation_matrix": Spec(
+        translation_matrix,
+        lambda a: translation_matrix(a["offset"], a["d_model"], base=a["base"], layout=a["layout"]),
+        lambda: dict(offset=1.5, d_model=8, base=10000.0, layout="halves"),
+        lambda out, a: _finite_array(out, (a["d_model"], a["d_model"])),
+    ),
+    "posenc.layout_permutation": Spec(
+        layout_permutation, lambda a: layout_permutation(a["source"], a["target"], a["d_model"]),
+        lambda: dict(source="interleaved", target="halves", d_model=8),
+        lambda out, a: np.testing.assert_array_equal(np.sort(out), np.arange(a["d_model"])),
+    ),
+    "posenc.raw_count": Spec(
+        raw_count, lambda a: raw_count(a["n_positions"]), lambda: dict(n_positions=5),
+        lambda out, a: _finite_array(out, (a["n_positions"], 1)),
+    ),
+    "posenc.normalised_count": Spec(
+        normalised_count, lambda a: normalised_count(a["n_positions"]), lambda: dict(n_positions=5),
+        lambda out, a: _finite_array(out, (a["n_positions"], 1)),
+    ),
+    "posenc.binary_code": Spec(
+        binary_code, lambda a: binary_code(a["n_positions"], a["n_bits"], centred=a["centred"]),
+        lambda: dict(n_positions=5, n_bits=3, centred=False),
+        lambda out, a: _finite_array(out, (a["n_positions"], a["n_bits"])),
+    ),
+    "posenc.dyadic_dials": Spec(
+        dyadic_dials, lambda a: dyadic_dials(a["n_positions"], a["n_columns"]), lambda: dict(n_positions=5, n_columns=4),
+        lambda out, a: _finite_array(out, (a["n_positions"], a["n_columns"])),
+    ),
+    "posenc.nn.SinusoidalPositionalEncoding": Spec(
+        SinusoidalPositionalEncoding,
+        lambda a: SinusoidalPositionalEncoding(a["d_model"], max_len=a["max_len"], base=a["base"], layout=a["layout"], dropout=a["dropout"]),
+        lambda: dict(d_model=8, max_len=4, base=10000.0, layout="interleaved", dropout=0.0),
+        lambda module, a: _check_module_forward(module.eval(), a["d_model"]),
+    ),
+    "posenc.nn.SinusoidalPositionalEncoding.forward": Spec(
+        SinusoidalPositionalEncoding.forward, lambda a: SinusoidalPositionalEncoding(8, max_len=4)(a["x"]),
+        lambda: dict(x=torch.zeros(2, 3, 8)), _check_forward_result,
+    ),
+    "posenc.nn.LearnedPositionalEmbedding": Spec(
+        LearnedPositionalEmbedding, lambda a: LearnedPositionalEmbedding(a["max_len"], a["d_model"]),
+        lambda: dict(max_len=4, d_model=5),
+        lambda module, a: _check_module_forward(module, a["d_model"]),
+    ),
+    "posenc.nn.LearnedPositionalEmbedding.forward": Spec(
+        LearnedPositionalEmbedding.forward, lambda a: LearnedPositionalEmbedding(4, 8)(a["x"]),
+        lambda: dict(x=torch.zeros(2, 3, 8)), _check_forward_result,
+    ),
+    "posenc.plotting.heatmap": Spec(
+        heatmap, lambda a: heatmap(a["table"], ax=a["ax"], title=a["title"], cmap=a["cmap"], colorbar=a["colorbar"]),
+        lambda: dict(table=np.zeros((3, 4)), ax=None, title="t", cmap="copper", colorbar=False), _check_heatmap,
+    ),
+    "posenc.attention.layer_cost": Spec(
+        layer_cost,
+        lambda a: layer_cost(a["d_model"], combine=a["combine"], d_position=a["d_position"], seq_len=a["seq_len"], ffn_multiplier=a["ffn_multiplier"]),
+        lambda: dict(d_model=8, combine="add", d_position=0, seq_len=4, ffn_multiplier=4), _check_layer_cost,
+    ),
+    "posenc.attention.logit_terms": Spec(
+        logit_terms, lambda a: logit_terms(a["tokens"], a["positions"], a["w_query"], a["w_key"]),
+        lambda: dict(tokens=np.ones((3, 3)), positions=np.zeros((3, 3)), w_query=np.eye(3), w_key=np.eye(3)),
+        _check_logit_terms,
+    ),
+    "posenc.attention.mean_abs_cosine": Spec(
+        mean_abs_cosine, lambda a: mean_abs_cosine(a["rows_a"], a["rows_b"]),
+        lambda: dict(rows_a=np.ones((2, 3)), rows_b=np.eye(3)), _check_cosine,
+    ),
+    "posenc.tabular.FeatureTokenizer": Spec(
+        FeatureTokenizer,
+        lambda a: FeatureTokenizer(a["n_features"], a["d_token"], bias=a["bias"], shared_weight=a["shared_weight"]),
+        lambda: dict(n_features=3, d_token=4, bias=True, shared_weight=False),
+        lambda module, a: _check_forward_result(module(torch.zeros(2, a["n_features"])), {"x": torch.zeros(2, a["n_features"])}, (2, a["n_features"], a["d_token"])),
+    ),
+    "posenc.tabular.FeatureTokenizer.forward": Spec(
+        FeatureTokenizer.forward, lambda a: FeatureTokenizer(3, 4)(a["x"]), lambda: dict(x=torch.zeros(2, 3)),
+        lambda out, a: _check_forward_result(out, a, (a["x"].shape[0], 3, 4)),
+    ),
+    "posenc.tabular.TinyFTTransformer": Spec(
+        TinyFTTransformer,
+        lambda a: TinyFTTransformer(a["n_features"], a["d_token"], a["n_heads"], a["n_layers"], bias=a["bias"], shared_weight=a["shared_weight"], norm_first=a["norm_first"]),
+        lambda: dict(n_features=3, d_token=4, n_heads=2, n_layers=1, bias=True, shared_weight=False, norm_first=False),
+        lambda module, a: _check_forward_result(module(torch.zeros(2, a["n_features"])), {"x": torch.zeros(2, a["n_features"])}, (2,)),
+    ),
+    "posenc.tabular.TinyFTTransformer.forward": Spec(
+        TinyFTTransformer.forward, lambda a: TinyFTTransformer(3, d_token=4)(a["x"]), lambda: dict(x=torch.zeros(2, 3)),
+        lambda out, a: _check_forward_result(out, a, (a["x"].shape[0],)),
+    ),
+    "posenc.tabular.permute_features": Spec(
+        permute_features, lambda a: permute_features(a["module"], a["permutation"]),
+        lambda: dict(module=FeatureTokenizer(3, 4), permutation=[2, 0, 1]),
+        lambda out, a: isinstance(out, type(a["module"])) or pytest.fail(f"returned {type(out).__name__}"),
+    ),
+    "posenc.tabular.train_regression": Spec(
+        train_regression,
+        lambda a: train_regression(a["model"], a["x_train"], a["y_train"], a["x_test"], a["y_test"], steps=a["steps"], lr=a["lr"]),
+        _regression_kwargs, _check_curves,
+    ),
+}
+
+
+def parameter_names(target) -> list[str]:
+    return [name for name in inspect.signature(target).parameters if name != "self"]
+
+
+@contextmanager
+def time_limit(seconds):
+    def expire(signum, frame):
+        raise TimeoutError(f"call ran longer than {seconds} s: an oversized request was accepted instead of refused")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def test_every_public_callable_has_a_fuzz_spec():
+    """New public functions join the fuzz: SPECS names every callable that takes input."""
+    needed = {name for name, obj in public_objects().items() if takes_no_input(obj) is None}
+    specified = {name for name in SPECS if not name.endswith(".forward")}
+    # A name re-exported by posenc (posenc.raw_count) counts for its home module too.
+    objects = public_objects()
+    covered = {name for name in needed if any(objects[name] is SPECS[spec].target for spec in SPECS if spec in specified)}
+    assert needed - covered == set(), f"public callables without a fuzz spec: {sorted(needed - covered)}"
+
+
+@pytest.mark.parametrize("name", SPECS)
+def test_spec_names_every_parameter(name):
+    """The valid call names exactly the parameters of the signature, so the fuzz reaches every one."""
+    assert sorted(SPECS[name].valid()) == sorted(parameter_names(SPECS[name].target))
+
+
+def call_and_judge(name, kwargs):
+    """Call SPECS[name] with ``kwargs``: a success must pass the spec's check, an error must name a parameter."""
+    spec = SPECS[name]
+    params = parameter_names(spec.target)
+    try:
+        with time_limit(SECONDS_PER_CALL):
+            try:
+                result = spec.call(kwargs)
+            except (TypeError, ValueError) as error:
+                message = str(error)
+                named = [p for p in params if re.search(rf"(?<![A-Za-z0-9_]){re.escape(p)}(?![A-Za-z0-9_])", message)]
+                assert named, f"{type(error).__name__} names no parameter of {name} {params}: {message!r}"
+                return
+            spec.check(result, kwargs)
+    finally:
+        plt.close("all")
+
+
+@pytest.mark.parametrize("name", SPECS)
+@settings(max_examples=25)
+@given(data=st.data())
+def test_only_type_or_value_errors_naming_a_parameter_escape(name, data):
+    params = parameter_names(SPECS[name].target)
+    kwargs = SPECS[name].valid()
+    forced = data.draw(st.sampled_from(params), label="wild parameter")
+    for param in params:
+        if param == forced or data.draw(st.booleans(), label=f"also replace {param}"):
+            kwargs[param] = data.draw(WILD, label=param)
+    call_and_judge(name, kwargs)
+
+
+SWEEP = {"huge int": 2**40, "negative int": -1, "bool": True, "None": None, "NaN": math.nan, "str": "x"}
+
+
+@pytest.mark.parametrize("value", SWEEP.values(), ids=SWEEP.keys())
+@pytest.mark.parametrize(
+    "name, param", [(name, param) for name in SPECS for param in parameter_names(SPECS[name].target)]
+)
+def test_each_parameter_alone_refuses_an_oversized_or_wrong_value(name, param, value):
+    """Every parameter of every callable, one at a time: a huge int is refused (not run), and so on."""
+    kwargs = SPECS[name].valid()
+    kwargs[param] = value
+    call_and_judge(name, kwargs)

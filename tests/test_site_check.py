@@ -1,0 +1,123 @@
+"""The browser check (tests/site_check.py) reports each kind of broken page a reader could meet.
+
+These tests drive Debian's Chromium, so they carry the ``browser`` marker: ``make test`` deselects them
+(pyproject addopts ``-m "not browser"``) because CI installs Chromium only after ``make test``, and
+``make check-site`` runs them (``-m browser``) before checking the real book. Without /usr/bin/chromium they
+fail with an install hint; they never skip.
+"""
+
+import base64
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+from site_check import CHROMIUM, check_pages, format_table
+
+pytestmark = pytest.mark.browser
+
+# A 1x1 PNG, so that the "good" image really decodes.
+PIXEL_PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
+)
+MATHJAX = Path(sysconfig.get_paths()["purelib"]) / "sphinx-mathjax-offline" / "static" / "mathjax"
+MATHJAX_TAGS = (
+    '<script>window.MathJax = {options: {processHtmlClass: "math"}};</script>'
+    '<script defer src="mathjax/tex-chtml.js"></script>'
+)
+
+
+def page(body, head=""):
+    return f"<!doctype html><html><head><meta charset='utf-8'><title>t</title>{head}</head><body>{body}</body></html>"
+
+
+SITE = {
+    "good.html": page(
+        '<nav><a href="target.html">contents</a></nav><article id="top">'
+        '<p>Inline <span class="math notranslate nohighlight">\\(x^2 + 1\\)</span></p>'
+        '<div class="math notranslate nohighlight">\\[\\sin(\\omega t)\\]</div>'
+        '<img src="pixel.png" alt="pixel"> <a href="target.html#here">there</a> <a href="#top">up</a>'
+        ' <a href="https://example.org/paper">a cited paper, inside the article</a></article>',
+        MATHJAX_TAGS,
+    ),
+    "target.html": page('<article><h1 id="here">Here</h1></article>'),
+    "broken_image.html": page('<article><img src="missing.png" alt="gone"></article>'),
+    "broken_anchor.html": page('<article><a href="target.html#nowhere">dangling</a> <a href="#absent">self</a></article>'),
+    "broken_link.html": page('<article><a href="no_such_page.html">dead</a></article>'),
+    "remote_script.html": page("<article>text</article>", '<script src="https://cdn.example.com/lib.js"></script>'),
+    "console_error.html": page("<article>text</article><script>console.error('boom from the page')</script>"),
+    "page_error.html": page("<article>text</article><script>undefinedFunctionCall()</script>"),
+    "math_error.html": page('<article><span class="math">\\(\\frac{1}\\)</span></article>', MATHJAX_TAGS),
+    "math_untypeset.html": page('<article><span class="math">\\(x\\)</span></article>'),
+    "chrome_link.html": page('<header><a href="https://github.com/nobody/nothing">repository</a></header><article>x</article>'),
+}
+
+# page -> a phrase that must appear among its failures
+EXPECTED_FAILURE = {
+    "broken_image.html": "image not decoded",
+    "broken_anchor.html": "missing anchor #nowhere",
+    "broken_link.html": "broken link",
+    "remote_script.html": "request to another host: https://cdn.example.com/lib.js",
+    "console_error.html": "console error: boom from the page",
+    "page_error.html": "page error:",
+    "math_error.html": "MathJax errors",
+    "math_untypeset.html": "MathJax did not run",
+    "chrome_link.html": "external link in the theme's chrome",
+}
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} is missing: install it with `apt-get install -y chromium` (see README.md)")
+    root = tmp_path_factory.mktemp("site")
+    for name, text in SITE.items():
+        (root / name).write_text(text)
+    (root / "pixel.png").write_bytes(PIXEL_PNG)
+    (root / "mathjax").symlink_to(MATHJAX, target_is_directory=True)
+    shots = root.parent / "shots"
+    reports, _ = check_pages(root, list(SITE), screenshot_dir=shots)
+    print(format_table(reports))
+    return {report.page: report for report in reports}, shots
+
+
+def test_a_clean_page_passes_with_its_math_images_and_links_counted(site):
+    reports, shots = site
+    good = reports["good.html"]
+    assert good.ok, good.failures
+    assert (good.math_elements, good.math_typeset, good.math_errors) == (2, 2, 0)
+    assert (good.images, good.images_decoded) == (1, 1)
+    assert good.links_checked == 3 and good.anchors_checked == 2 and good.external_links == 1
+    assert reports["target.html"].ok
+    assert (shots / "good.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize("name", EXPECTED_FAILURE)
+def test_each_kind_of_broken_page_is_reported(site, name):
+    reports, _ = site
+    failures = reports[name].failures
+    assert not reports[name].ok
+    assert any(EXPECTED_FAILURE[name] in failure for failure in failures), failures
+
+
+def test_a_remote_request_is_aborted_and_counted(site):
+    reports, _ = site
+    assert reports["remote_script.html"].remote_requests == ["https://cdn.example.com/lib.js"]
+
+
+def test_a_missing_anchor_on_the_page_itself_is_reported(site):
+    reports, _ = site
+    assert any("missing anchor #absent on this page" in failure for failure in reports["broken_anchor.html"].failures)
+
+
+def test_previous_and_next_links_must_follow_the_given_order(tmp_path):
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} is missing: install it with `apt-get install -y chromium` (see README.md)")
+    (tmp_path / "a.html").write_text(page('<article>A</article><a class="right-next" href="b.html">next</a>'))
+    (tmp_path / "b.html").write_text(page('<article>B</article><a class="left-prev" href="c.html">prev</a>'))
+    (tmp_path / "c.html").write_text(page('<article>C</article><a class="left-prev" href="b.html">prev</a>'))
+    reports, _ = check_pages(tmp_path, ["a.html", "b.html", "c.html"], prev_next=True)
+    assert reports[0].ok, reports[0].failures
+    assert any("previous link" in failure for failure in reports[1].failures)
+    assert any("next link" in failure for failure in reports[1].failures)
+    assert reports[2].ok, reports[2].failures
