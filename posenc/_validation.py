@@ -113,10 +113,10 @@ def check_positions(positions, d_model: int) -> np.ndarray:
     return array
 
 
-def check_table_size(n_rows: int, d_model: int, rows_name: str = "positions") -> None:
+def check_table_size(n_rows: int, n_columns: int, rows_name: str = "positions", columns_name: str = "d_model") -> None:
     """Refuse a table of more than :data:`MAX_TABLE_ELEMENTS` elements before it is allocated."""
-    if n_rows * d_model > MAX_TABLE_ELEMENTS:
+    if n_rows * n_columns > MAX_TABLE_ELEMENTS:
         raise ValueError(
-            f"{rows_name} x d_model = {n_rows} x {d_model} exceeds the limit of {MAX_TABLE_ELEMENTS} "
-            f"elements: ask for a smaller {rows_name} or d_model"
+            f"{rows_name} x {columns_name} = {n_rows} x {n_columns} exceeds the limit of {MAX_TABLE_ELEMENTS} "
+            f"elements: ask for a smaller {rows_name} or {columns_name}"
         )

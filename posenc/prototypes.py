@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from posenc._validation import MAX_TABLE_ELEMENTS, check_count
+from posenc._validation import MAX_TABLE_ELEMENTS, check_count, check_table_size
 
 __all__ = ["raw_count", "normalised_count", "binary_code", "dyadic_dials"]
 
@@ -27,15 +27,6 @@ def _check_n_positions(n_positions, *, minimum: int) -> int:
     if n_positions > MAX_TABLE_ELEMENTS:
         raise ValueError(f"n_positions must be an int <= {MAX_TABLE_ELEMENTS}, got {n_positions}")
     return n_positions
-
-
-def _check_table_size(n_positions: int, n_columns: int, columns_name: str) -> None:
-    """Refuse a table of more than :data:`posenc.MAX_TABLE_ELEMENTS` elements before it is allocated."""
-    if n_positions * n_columns > MAX_TABLE_ELEMENTS:
-        raise ValueError(
-            f"n_positions x {columns_name} = {n_positions} x {n_columns} exceeds the limit of "
-            f"{MAX_TABLE_ELEMENTS} elements: ask for a smaller n_positions or {columns_name}"
-        )
 
 
 def raw_count(n_positions):
@@ -185,7 +176,7 @@ def binary_code(n_positions, n_bits, *, centred=False):
             f"n_bits must be at least {needed} to give positions 0 to {n_positions - 1} distinct codes, "
             f"got {n_bits}"
         )
-    _check_table_size(n_positions, n_bits, "n_bits")
+    check_table_size(n_positions, n_bits, "n_positions", "n_bits")
 
     table = np.zeros((n_positions, n_bits))
     used = min(n_bits, _HIGHEST_USED_BIT)
@@ -250,7 +241,7 @@ def dyadic_dials(n_positions, n_columns):
     """
     n_positions = check_count(n_positions, "n_positions")
     n_columns = check_count(n_columns, "n_columns", minimum=1)
-    _check_table_size(n_positions, n_columns, "n_columns")
+    check_table_size(n_positions, n_columns, "n_positions", "n_columns")
 
     full_turns = 2.0 * np.pi * np.arange(n_positions, dtype=np.float64)
     # ldexp divides by 2**j exactly, and underflows to 0 instead of overflowing 2**j for large j.

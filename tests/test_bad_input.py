@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 import torch
 
-from posenc._validation import check_table_size
 from posenc import MAX_TABLE_ELEMENTS, frequencies, layout_permutation, sinusoidal, translation_matrix
+from posenc._validation import check_table_size
+from posenc.attention import layer_cost, logit_terms, mean_abs_cosine
+from posenc.bench import run as bench_run
 from posenc.nn import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
 from posenc.plotting import heatmap
-from posenc.bench import run as bench_run
-from posenc.attention import layer_cost, logit_terms, mean_abs_cosine
 from posenc.prototypes import binary_code, dyadic_dials, normalised_count, raw_count
 from posenc.tabular import FeatureTokenizer, TinyFTTransformer, permute_features, train_regression
 
@@ -175,8 +175,16 @@ def test_bad_input_raises_an_error_naming_the_parameter(call, exception, named):
         lambda: translation_matrix(1.0, 2**16),
         lambda: frequencies(2**40),
         lambda: SinusoidalPositionalEncoding(1024, max_len=2**30),
+        lambda: raw_count(MAX_TABLE_ELEMENTS + 1),
+        lambda: normalised_count(2**40),
+        lambda: binary_code(2**30, 40),
+        lambda: binary_code(2**40, 10),
+        lambda: dyadic_dials(2**20, 2**10),
     ],
-    ids=["2**40 positions", "one row over the limit", "65536-wide matrix", "2**40 frequencies", "module cache"],
+    ids=[
+        "2**40 positions", "one row over the limit", "65536-wide matrix", "2**40 frequencies", "module cache",
+        "raw count", "normalised count", "binary table", "binary bits", "dials table",
+    ],
 )
 def test_oversized_requests_fail_before_allocating(call):
     tracemalloc.start()
