@@ -116,7 +116,8 @@ def check_positions(positions, d_model: int) -> np.ndarray:
 def check_table_size(n_rows: int, n_columns: int, rows_name: str = "positions", columns_name: str = "d_model") -> None:
     """Refuse a table of more than :data:`MAX_TABLE_ELEMENTS` elements before it is allocated."""
     if n_rows * n_columns > MAX_TABLE_ELEMENTS:
+        smaller = rows_name if rows_name == columns_name else f"{rows_name} or {columns_name}"
         raise ValueError(
             f"{rows_name} x {columns_name} = {n_rows} x {n_columns} exceeds the limit of {MAX_TABLE_ELEMENTS} "
-            f"elements: ask for a smaller {rows_name} or {columns_name}"
+            f"elements: ask for a smaller {smaller}"
         )
