@@ -1,24 +1,26 @@
 """posenc: positional encodings for transformers, small enough to read in one sitting.
 
-The NumPy core is imported here; the PyTorch modules live in :mod:`posenc.nn` and the book's plotting
-helpers in :mod:`posenc.plotting`, so that ``import posenc`` needs NumPy only.
+The public surface, by scheme. NumPy reference functions are imported here, so ``import posenc`` needs
+NumPy only; the PyTorch modules live in :mod:`posenc.nn`, and the chapters' own helpers (prototype codes,
+plots, toy models) in :mod:`posenc.chapters`, which no model needs.
+
+Sinusoidal (Vaswani et al., 2017), :mod:`posenc.sinusoid`
+    :func:`frequencies`, :func:`sinusoidal`, :func:`translation_matrix`, :func:`layout_permutation`
 """
 
+from importlib.metadata import version as _version
+
 from posenc._validation import LAYOUTS, MAX_TABLE_ELEMENTS
-from posenc.encoding import frequencies, layout_permutation, sinusoidal, translation_matrix
-from posenc.prototypes import binary_code, dyadic_dials, normalised_count, raw_count
+from posenc.sinusoid import frequencies, layout_permutation, sinusoidal, translation_matrix
 
 __all__ = [
     "LAYOUTS",
     "MAX_TABLE_ELEMENTS",
+    # sinusoidal
     "frequencies",
     "layout_permutation",
     "sinusoidal",
     "translation_matrix",
-    "raw_count",
-    "normalised_count",
-    "binary_code",
-    "dyadic_dials",
 ]
 
-__version__ = "0.1.0"
+__version__ = _version("posenc")

@@ -43,14 +43,13 @@ import statistics
 import sys
 import time
 import tracemalloc
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
 import posenc
 from posenc._validation import check_count, check_d_model, check_table_size
-from posenc.encoding import _progression_table
 
 # A command-line tool, not part of the package's API: ``run`` is public for the book's chapter, but kept out
 # of ``__all__`` so that the API fuzz (tests/test_fuzz_bad_input.py) does not start benchmarks.
@@ -107,7 +106,7 @@ def float64_angles_to_float32(n_positions: int, d_model: int) -> np.ndarray:
 
 
 def posenc_one_thread(n_positions: int, d_model: int) -> np.ndarray:
-    return _progression_table(0.0, 1.0, n_positions, d_model, base=BASE, layout="interleaved", dtype=np.dtype(np.float32), n_threads=1)
+    return posenc.sinusoidal(n_positions, d_model, base=BASE, n_threads=1)
 
 
 @dataclass
@@ -222,7 +221,7 @@ def bench_size(n_positions: int, d_model: int, *, have_torch: bool, label: str, 
     fresh_bound, _ = median_time(lambda: np.empty((n_positions, d_model), dtype=np.float32).fill(0.5), repeats)
     sine_input = np.linspace(0.0, 100.0, n_elements, dtype=np.float32)
     sine_bound, _ = median_time(lambda: np.sin(sine_input, out=buffer.reshape(-1)), repeats)
-    del sine_input, buffer
+    sine_input = buffer = None  # free both before the approaches run
 
     for approach in APPROACHES:
         if approach.uses_torch and not have_torch:
@@ -259,7 +258,14 @@ def bench_size(n_positions: int, d_model: int, *, have_torch: bool, label: str, 
     for row in bounds:
         row["x_write_bound"] = row["ms"] / (1e3 * write_bound)
         row["x_posenc"] = row["ms"] / posenc_ms
-    return {"n_positions": n_positions, "d_model": d_model, "table_bytes": table_bytes, "repeats": repeats, "approaches": rows, "bounds": bounds}
+    return {
+        "n_positions": n_positions,
+        "d_model": d_model,
+        "table_bytes": table_bytes,
+        "repeats": repeats,
+        "approaches": rows,
+        "bounds": bounds,
+    }
 
 
 def machine() -> dict:
@@ -297,7 +303,8 @@ def format_report(results: dict) -> str:
     for size in results["sizes"]:
         lines += [
             "",
-            f"{size['n_positions']} x {size['d_model']} float32 table ({size['table_bytes'] / 2**20:.0f} MiB), median of {size['repeats']} runs "
+            f"{size['n_positions']} x {size['d_model']} float32 table ({size['table_bytes'] / 2**20:.0f} MiB), "
+            f"median of {size['repeats']} runs "
             "(3 for approaches slower than a second)",
             "",
             "| approach | ms | x write bound | x posenc | max abs error | peak MiB (x table) |",
@@ -308,13 +315,18 @@ def format_report(results: dict) -> str:
                 peak = "not traced"
             else:
                 at_least = "" if row["peak_method"] == "tracemalloc" else ">= "
-                peak = f"{at_least}{row['peak_bytes'] / 2**20:.1f} ({at_least}{row['peak_x_table']:.2f}, {row['peak_method']})"
+                peak = (
+                    f"{at_least}{row['peak_bytes'] / 2**20:.1f} "
+                    f"({at_least}{row['peak_x_table']:.2f}, {row['peak_method']})"
+                )
             lines.append(
                 f"| {row['approach']} | {row['ms']:.2f} | {row['x_write_bound']:.1f} | {row['x_posenc']:.1f} | "
                 f"{_format_error(row['max_abs_error'])} | {peak} |"
             )
         for row in size["bounds"]:
-            lines.append(f"| {row['approach']} | {row['ms']:.2f} | {row['x_write_bound']:.1f} | {row['x_posenc']:.2f} | | |")
+            lines.append(
+                f"| {row['approach']} | {row['ms']:.2f} | {row['x_write_bound']:.1f} | {row['x_posenc']:.2f} | | |"
+            )
     return "\n".join(lines)
 
 
@@ -325,7 +337,9 @@ def parse_sizes(text: str) -> list[tuple[int, int]]:
             n_positions, d_model = (int(part) for part in item.lower().split("x"))
             sizes.append(check_sizes([(n_positions, d_model)])[0])
         except (TypeError, ValueError) as error:
-            raise argparse.ArgumentTypeError(f"sizes must look like 2048x512,8192x1024 (d_model even); got {item!r}") from error
+            raise argparse.ArgumentTypeError(
+                f"sizes must look like 2048x512,8192x1024 (d_model even); got {item!r}"
+            ) from error
     return sizes
 
 
@@ -389,7 +403,12 @@ def run(sizes=DEFAULT_SIZES, *, have_torch: bool | None = None, progress: bool =
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m posenc.bench", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", type=parse_sizes, default=list(DEFAULT_SIZES), help="comma-separated NxD, default 2048x512,8192x1024,65536x1024")
+    parser.add_argument(
+        "--sizes",
+        type=parse_sizes,
+        default=list(DEFAULT_SIZES),
+        help="comma-separated NxD, default 2048x512,8192x1024,65536x1024",
+    )
     parser.add_argument("--json", action="store_true", help="print the results as JSON instead of tables")
     args = parser.parse_args(argv)
     began = time.perf_counter()

@@ -142,7 +142,7 @@ def _first_line_difference(a: bytes, b: bytes) -> str:
         if line_a != line_b:
             at = next((i for i, (x, y) in enumerate(zip(line_a, line_b)) if x != y), min(len(line_a), len(line_b)))
             start = max(0, at - 60)
-            return f": ...{line_a[start:at + 40]!r} vs ...{line_b[start:at + 40]!r}"
+            return f": ...{line_a[start : at + 40]!r} vs ...{line_b[start : at + 40]!r}"
     return f": {len(lines_a)} vs {len(lines_b)} lines"
 
 
@@ -160,7 +160,9 @@ def _first_difference(a, b, where="") -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--keep", type=Path, help="build into DIR/a and DIR/b and keep them (default: a temporary directory)")
+    parser.add_argument(
+        "--keep", type=Path, help="build into DIR/a and DIR/b and keep them (default: a temporary directory)"
+    )
     parser.add_argument("--source", type=Path, default=ROOT, help="the book to build (default: this repository)")
     args = parser.parse_args(argv)
     env = dict(os.environ, SOURCE_DATE_EPOCH=source_date_epoch())
@@ -170,7 +172,8 @@ def main(argv: list[str] | None = None) -> int:
         seconds = [build(args.source, first, env), build(args.source, second, env)]
         differences, counts = compare(first, second)
     print(
-        f"check_reproducible: two builds ({seconds[0]:.0f} s, {seconds[1]:.0f} s, SOURCE_DATE_EPOCH={env['SOURCE_DATE_EPOCH']}) "
+        f"check_reproducible: two builds ({seconds[0]:.0f} s, {seconds[1]:.0f} s, "
+        f"SOURCE_DATE_EPOCH={env['SOURCE_DATE_EPOCH']}) "
         f"compared: {counts['files']} files byte for byte ({counts['images']} images), {counts['notebooks']} executed "
         f"notebooks with {counts['outputs']} non-stream outputs"
     )

@@ -187,7 +187,8 @@ async () => {
     math_typeset: math.filter(el => el.querySelector("mjx-container")).length,
     math_containers: document.querySelectorAll("mjx-container").length,
     math_errors: document.querySelectorAll("mjx-merror").length,
-    images: [...document.images].map(img => ({src: img.currentSrc || img.src, ok: img.complete && img.naturalWidth > 0})),
+    images: [...document.images].map(img => ({
+      src: img.currentSrc || img.src, ok: img.complete && img.naturalWidth > 0})),
     links: [...document.querySelectorAll("a[href]")].map(a => ({
       href: a.href, raw: a.getAttribute("href"), in_article: article.contains(a), classes: a.className,
     })),
@@ -244,9 +245,11 @@ def check_pages(
             page.on("pageerror", lambda error, r=report: r.page_errors.append(str(error)))
             page.on(
                 "response",
-                lambda response, r=report: r.failed_local_requests.append(f"{response.status} {response.url}")
-                if response.status >= 400 and response.url.startswith(server.origin)
-                else None,
+                lambda response, r=report: (
+                    r.failed_local_requests.append(f"{response.status} {response.url}")
+                    if response.status >= 400 and response.url.startswith(server.origin)
+                    else None
+                ),
             )
             try:
                 response = page.goto(urls[index], wait_until="load", timeout=PAGE_TIMEOUT_MS)
@@ -262,7 +265,10 @@ def check_pages(
             if prev_next:
                 expected_prev = urls[index - 1] if index > 0 else None
                 expected_next = urls[index + 1] if index + 1 < len(urls) else None
-                for side, found, expected in (("previous", facts["prev"], expected_prev), ("next", facts["next"], expected_next)):
+                for side, found, expected in (
+                    ("previous", facts["prev"], expected_prev),
+                    ("next", facts["next"], expected_next),
+                ):
                     if (found.split("#")[0] if found else None) != expected:
                         report.failures.append(f"{side} link is {found}, expected {expected}")
             if page_path in notebooks:
@@ -271,7 +277,10 @@ def check_pages(
                     report.failures.append("no download link to the notebook")
             if screenshot_dir is not None:
                 screenshot_dir.mkdir(parents=True, exist_ok=True)
-                page.screenshot(path=str(screenshot_dir / (page_path.replace("/", "__").removesuffix(".html") + ".png")), full_page=True)
+                page.screenshot(
+                    path=str(screenshot_dir / (page_path.replace("/", "__").removesuffix(".html") + ".png")),
+                    full_page=True,
+                )
             page.close()
             reports.append(report)
 
@@ -358,7 +367,17 @@ def toc_pages(root: Path = ROOT) -> tuple[list[str], frozenset[str]]:
 
 
 def format_table(reports: list[PageReport]) -> str:
-    header = ("page", "status", "console", "remote", "math typeset", "images decoded", "links (anchors)", "external", "result")
+    header = (
+        "page",
+        "status",
+        "console",
+        "remote",
+        "math typeset",
+        "images decoded",
+        "links (anchors)",
+        "external",
+        "result",
+    )
     rows = [
         (
             r.page,
@@ -383,7 +402,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--html", type=Path, default=ROOT / "_build" / "html", help="built site (default _build/html)")
     parser.add_argument("--screenshots", type=Path, default=ROOT / "_build" / "site-check", help="where screenshots go")
-    parser.add_argument("--source", type=Path, default=ROOT, help="book source holding _toc.yml (default: this repository)")
+    parser.add_argument(
+        "--source", type=Path, default=ROOT, help="book source holding _toc.yml (default: this repository)"
+    )
     parser.add_argument("--search-word", default="positional", help="word the search page must find")
     args = parser.parse_args(argv)
     if not (args.html / "index.html").exists():
@@ -391,8 +412,12 @@ def main(argv: list[str] | None = None) -> int:
 
     pages, notebooks = toc_pages(args.source)
     reports, site_failures = check_pages(
-        args.html, pages, screenshot_dir=args.screenshots, prev_next=True,
-        notebooks=notebooks, search_word=args.search_word,
+        args.html,
+        pages,
+        screenshot_dir=args.screenshots,
+        prev_next=True,
+        notebooks=notebooks,
+        search_word=args.search_word,
     )
     print(format_table(reports))
     total = (

@@ -8,12 +8,12 @@ import torch
 
 from posenc import MAX_TABLE_ELEMENTS, frequencies, layout_permutation, sinusoidal, translation_matrix
 from posenc._validation import check_table_size
-from posenc.attention import layer_cost, logit_terms, mean_abs_cosine
 from posenc.bench import run as bench_run
+from posenc.chapters.add_or_concatenate import layer_cost, logit_terms, mean_abs_cosine
+from posenc.chapters.plotting import heatmap
+from posenc.chapters.prototypes import binary_code, dyadic_dials, normalised_count, raw_count
+from posenc.chapters.tabular import FeatureTokenizer, TinyFTTransformer, permute_features, train_regression
 from posenc.nn import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
-from posenc.plotting import heatmap
-from posenc.prototypes import binary_code, dyadic_dials, normalised_count, raw_count
-from posenc.tabular import FeatureTokenizer, TinyFTTransformer, permute_features, train_regression
 
 
 def _tiny_regression(y_shape=(4,)):
@@ -55,6 +55,8 @@ BAD_CALLS = {
     "nan start": (lambda: sinusoidal(4, 8, start=float("nan")), ValueError, "start"),
     "str step": (lambda: sinusoidal(4, 8, step="1"), TypeError, "step"),
     "step with a position array": (lambda: sinusoidal([0.0, 1.0], 8, step=2.0), ValueError, "step"),
+    "zero threads": (lambda: sinusoidal(4, 8, n_threads=0), ValueError, "n_threads"),
+    "float threads": (lambda: sinusoidal(4, 8, n_threads=2.0), TypeError, "n_threads"),
     "overflowing progression": (lambda: sinusoidal(4, 8, start=1e308, step=1e308), ValueError, "start + step"),
     "bench odd d_model": (lambda: bench_run([(16, 7)]), ValueError, "d_model"),
     "bench size not a pair": (lambda: bench_run([2048]), TypeError, "sizes"),
@@ -95,11 +97,15 @@ BAD_CALLS = {
     "learned zero max_len": (lambda: LearnedPositionalEmbedding(0, 8), ValueError, "max_len"),
     "learned bool d_model": (lambda: LearnedPositionalEmbedding(4, False), TypeError, "d_model"),
     "learned huge table": (lambda: LearnedPositionalEmbedding(2**30, 1024), ValueError, "max_len"),
-    "learned wrong feature size": (lambda: LearnedPositionalEmbedding(4, 8)(torch.zeros(1, 2, 9)), ValueError, "d_model"),
+    "learned wrong feature size": (
+        lambda: LearnedPositionalEmbedding(4, 8)(torch.zeros(1, 2, 9)),
+        ValueError,
+        "d_model",
+    ),
     "learned too long": (lambda: LearnedPositionalEmbedding(4, 8)(torch.zeros(1, 5, 8)), ValueError, "max_len"),
     # plotting
     "heatmap of a vector": (lambda: heatmap(np.zeros(5)), ValueError, "table"),
-    # the prototype codes (posenc.prototypes)
+    # the prototype codes (posenc.chapters.prototypes)
     "raw count negative": (lambda: raw_count(-1), ValueError, "n_positions"),
     "raw count float": (lambda: raw_count(3.0), TypeError, "n_positions"),
     "raw count too many": (lambda: raw_count(2**40), ValueError, "n_positions"),
@@ -117,7 +123,7 @@ BAD_CALLS = {
     "dials bool columns": (lambda: dyadic_dials(4, True), TypeError, "n_columns"),
     "dials negative count": (lambda: dyadic_dials(-3, 4), ValueError, "n_positions"),
     "dials huge table": (lambda: dyadic_dials(2**20, 2**10), ValueError, "n_columns"),
-    # add or concatenate (posenc.attention)
+    # add or concatenate (posenc.chapters.add_or_concatenate)
     "cost zero d_model": (lambda: layer_cost(0), ValueError, "d_model"),
     "cost float d_model": (lambda: layer_cost(512.0), TypeError, "d_model"),
     "cost unknown combine": (lambda: layer_cost(8, combine="concat"), ValueError, "combine"),
@@ -127,18 +133,38 @@ BAD_CALLS = {
     "cost negative d_position": (lambda: layer_cost(8, combine="concat_qkv", d_position=-1), ValueError, "d_position"),
     "cost zero seq_len": (lambda: layer_cost(8, seq_len=0), ValueError, "seq_len"),
     "cost bool ffn_multiplier": (lambda: layer_cost(8, ffn_multiplier=True), TypeError, "ffn_multiplier"),
-    "logits 1-D tokens": (lambda: logit_terms(np.zeros(4), np.zeros((1, 4)), np.eye(4), np.eye(4)), ValueError, "tokens"),
-    "logits mismatched positions": (lambda: logit_terms(np.zeros((2, 4)), np.zeros((3, 4)), np.eye(4), np.eye(4)), ValueError, "positions"),
-    "logits wrong w_query rows": (lambda: logit_terms(np.zeros((2, 4)), np.zeros((2, 4)), np.eye(3), np.eye(3)), ValueError, "w_query"),
-    "logits nan w_key": (lambda: logit_terms(np.zeros((2, 2)), np.zeros((2, 2)), np.eye(2), np.full((2, 2), np.nan)), ValueError, "w_key"),
+    "logits 1-D tokens": (
+        lambda: logit_terms(np.zeros(4), np.zeros((1, 4)), np.eye(4), np.eye(4)),
+        ValueError,
+        "tokens",
+    ),
+    "logits mismatched positions": (
+        lambda: logit_terms(np.zeros((2, 4)), np.zeros((3, 4)), np.eye(4), np.eye(4)),
+        ValueError,
+        "positions",
+    ),
+    "logits wrong w_query rows": (
+        lambda: logit_terms(np.zeros((2, 4)), np.zeros((2, 4)), np.eye(3), np.eye(3)),
+        ValueError,
+        "w_query",
+    ),
+    "logits nan w_key": (
+        lambda: logit_terms(np.zeros((2, 2)), np.zeros((2, 2)), np.eye(2), np.full((2, 2), np.nan)),
+        ValueError,
+        "w_key",
+    ),
     "logits str tokens": (lambda: logit_terms("x", np.zeros((2, 2)), np.eye(2), np.eye(2)), TypeError, "tokens"),
-    "logits complex positions": (lambda: logit_terms(np.zeros((1, 2)), np.ones((1, 2)) * 1j, np.eye(2), np.eye(2)), TypeError, "positions"),
+    "logits complex positions": (
+        lambda: logit_terms(np.zeros((1, 2)), np.ones((1, 2)) * 1j, np.eye(2), np.eye(2)),
+        TypeError,
+        "positions",
+    ),
     "cosine zero row": (lambda: mean_abs_cosine(np.zeros((1, 3)), np.ones((1, 3))), ValueError, "rows_a"),
     "cosine widths differ": (lambda: mean_abs_cosine(np.ones((1, 3)), np.ones((1, 4))), ValueError, "rows_b"),
     "cosine empty": (lambda: mean_abs_cosine(np.ones((1, 3)), np.ones((0, 3))), ValueError, "rows_b"),
     "cosine None": (lambda: mean_abs_cosine(None, np.ones((1, 3))), TypeError, "rows_a"),
     "cosine ragged rows": (lambda: mean_abs_cosine([[1.0, 2.0], [3.0]], np.ones((1, 2))), TypeError, "rows_a"),
-    # the tabular models (posenc.tabular)
+    # the tabular models (posenc.chapters.tabular)
     "tokenizer zero features": (lambda: FeatureTokenizer(0, 4), ValueError, "n_features"),
     "tokenizer str d_token": (lambda: FeatureTokenizer(3, "4"), TypeError, "d_token"),
     "tokenizer int bias flag": (lambda: FeatureTokenizer(3, 4, bias=1), TypeError, "bias"),
@@ -147,7 +173,11 @@ BAD_CALLS = {
     "tokenizer integer input": (lambda: FeatureTokenizer(3, 4)(torch.zeros(2, 3, dtype=torch.long)), TypeError, "x"),
     "model heads not dividing": (lambda: TinyFTTransformer(3, d_token=6, n_heads=4), ValueError, "n_heads"),
     "model bool n_layers": (lambda: TinyFTTransformer(3, n_layers=True), TypeError, "n_layers"),
-    "model float64 input": (lambda: TinyFTTransformer(3, d_token=4)(torch.zeros(2, 3, dtype=torch.float64)), TypeError, "x"),
+    "model float64 input": (
+        lambda: TinyFTTransformer(3, d_token=4)(torch.zeros(2, 3, dtype=torch.float64)),
+        TypeError,
+        "x",
+    ),
     "permute repeated index": (lambda: permute_features(FeatureTokenizer(3, 4), [0, 0, 1]), ValueError, "permutation"),
     "permute a str": (lambda: permute_features(FeatureTokenizer(3, 4), "012"), TypeError, "permutation"),
     "permute a plain module": (lambda: permute_features(torch.nn.Linear(2, 2), [0, 1]), TypeError, "module"),
@@ -160,8 +190,16 @@ BAD_CALLS = {
     "model int norm_first": (lambda: TinyFTTransformer(3, norm_first=1), TypeError, "norm_first"),
     "tokenizer str shared_weight": (lambda: FeatureTokenizer(3, 4, shared_weight="no"), TypeError, "shared_weight"),
     "tokenizer 3-D input": (lambda: FeatureTokenizer(3, 4)(torch.zeros(2, 3, 1)), ValueError, "x"),
-    "permute short permutation": (lambda: permute_features(TinyFTTransformer(3, d_token=4), [0, 1]), ValueError, "permutation"),
-    "permute float permutation": (lambda: permute_features(FeatureTokenizer(3, 4), [0.0, 1.0, 2.0]), TypeError, "permutation"),
+    "permute short permutation": (
+        lambda: permute_features(TinyFTTransformer(3, d_token=4), [0, 1]),
+        ValueError,
+        "permutation",
+    ),
+    "permute float permutation": (
+        lambda: permute_features(FeatureTokenizer(3, 4), [0.0, 1.0, 2.0]),
+        TypeError,
+        "permutation",
+    ),
     "train too many steps": (lambda: train_regression(*_tiny_regression(), steps=10**6), ValueError, "steps"),
 }
 
@@ -183,14 +221,18 @@ def test_the_limit_is_exactly_max_table_elements():
 
 
 def public_modules():
-    """``posenc`` itself and every public submodule (``posenc.nn``, ``posenc.plotting``, ...)."""
+    """``posenc`` itself and every public submodule (``posenc.nn``, ``posenc.chapters.plotting``, ...)."""
     import importlib
     import pkgutil
 
     import posenc
 
-    names = sorted(info.name for info in pkgutil.iter_modules(posenc.__path__) if not info.name.startswith("_"))
-    return [posenc, *(importlib.import_module(f"posenc.{name}") for name in names)]
+    names = sorted(
+        info.name
+        for info in pkgutil.walk_packages(posenc.__path__, prefix="posenc.")
+        if not any(part.startswith("_") for part in info.name.split("."))
+    )
+    return [posenc, *(importlib.import_module(name) for name in names)]
 
 
 def public_objects():
@@ -214,7 +256,9 @@ def takes_no_input(obj):
 
     if not callable(obj):
         return "a constant"
-    if isinstance(obj, type) and (dataclasses.is_dataclass(obj) or (issubclass(obj, tuple) and hasattr(obj, "_fields"))):
+    if isinstance(obj, type) and (
+        dataclasses.is_dataclass(obj) or (issubclass(obj, tuple) and hasattr(obj, "_fields"))
+    ):
         return "a result record returned by a function"
     if not isinstance(obj, type) and not inspect.signature(obj).parameters:
         return "a function without parameters"

@@ -14,7 +14,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from posenc import LAYOUTS, frequencies, layout_permutation, sinusoidal
-from posenc.encoding import _direct_table, _progression_table
+from posenc.sinusoid import _direct_table, _progression_table
 
 HALF_ULP_BELOW_ONE = 2.0**-25
 """Largest error of rounding a value in [-1, 1] to float32."""
@@ -40,14 +40,19 @@ def max_error(table, positions, layout="interleaved", base=10000.0):
 
 
 def progression(n, d_model, *, layout="interleaved", dtype=np.float32, start=0.0, step=1.0, n_threads=None):
-    return _progression_table(start, step, n, d_model, base=10000.0, layout=layout, dtype=np.dtype(dtype), n_threads=n_threads)
+    return _progression_table(
+        start, step, n, d_model, base=10000.0, layout=layout, dtype=np.dtype(dtype), n_threads=n_threads
+    )
 
 
 # --- Accuracy ---------------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
-@pytest.mark.parametrize("d_model, n_positions", [(2, 5000), (4, 3001), (6, 777), (10, 1000), (64, 1500), (512, 700), (1024, 300), (4096, 90)])
+@pytest.mark.parametrize(
+    "d_model, n_positions",
+    [(2, 5000), (4, 3001), (6, 777), (10, 1000), (64, 1500), (512, 700), (1024, 300), (4096, 90)],
+)
 def test_count_table_is_within_half_a_float32_ulp_of_float64_angles(layout, d_model, n_positions):
     """Every width from 2 to 4096, every layout, more rows than one block: rounding to float32 is the only error."""
     error = max_error(sinusoidal(n_positions, d_model, layout=layout), np.arange(n_positions), layout)
@@ -71,7 +76,10 @@ def test_fractional_and_negative_starts_and_steps_are_as_accurate(start, step, n
 def test_error_does_not_grow_up_to_position_2_to_the_20(layout):
     """Rows up to 2**20: every row of a 2**20 + 5 row table, and wide rows reached by a large step or start."""
     n_positions = 2**20 + 5
-    assert max_error(sinusoidal(n_positions, 4, layout=layout), np.arange(n_positions), layout) <= HALF_ULP_BELOW_ONE + ANGLE_SLACK
+    assert (
+        max_error(sinusoidal(n_positions, 4, layout=layout), np.arange(n_positions), layout)
+        <= HALF_ULP_BELOW_ONE + ANGLE_SLACK
+    )
     wide = sinusoidal(4097, 1024, layout=layout, step=256.0)  # positions 0, 256, ..., 2**20
     assert max_error(wide, 256.0 * np.arange(4097), layout) <= HALF_ULP_BELOW_ONE + ANGLE_SLACK
     near_end = sinusoidal(300, 4096, layout=layout, start=2.0**20 - 150.5, step=0.75)
@@ -116,20 +124,34 @@ def test_an_evenly_spaced_array_gives_the_same_bits_as_start_and_step(start, ste
 
 def test_an_uneven_array_takes_the_direct_path():
     positions = np.array([0.0, 1.0, 3.0, 5.0, 1e6 + 0.25])
-    np.testing.assert_array_equal(sinusoidal(positions, 32), _direct_table(positions, 32, base=10000.0, layout="interleaved", dtype=np.float32))
+    np.testing.assert_array_equal(
+        sinusoidal(positions, 32), _direct_table(positions, 32, base=10000.0, layout="interleaved", dtype=np.float32)
+    )
 
 
-@given(n_positions=st.integers(min_value=1, max_value=3000), cut=st.integers(min_value=1, max_value=3000), layout=st.sampled_from(LAYOUTS))
+@given(
+    n_positions=st.integers(min_value=1, max_value=3000),
+    cut=st.integers(min_value=1, max_value=3000),
+    layout=st.sampled_from(LAYOUTS),
+)
 def test_a_row_does_not_depend_on_the_length_of_the_table(n_positions, cut, layout):
     """sinusoidal(n)[:m] == sinusoidal(m): the blocks and phasors of a row depend on its index only."""
     cut = min(cut, n_positions)
     np.testing.assert_array_equal(sinusoidal(n_positions, 24, layout=layout)[:cut], sinusoidal(cut, 24, layout=layout))
 
 
-@given(n_positions=st.integers(min_value=0, max_value=200), half=st.integers(min_value=1, max_value=40), source=st.sampled_from(LAYOUTS), target=st.sampled_from(LAYOUTS))
+@given(
+    n_positions=st.integers(min_value=0, max_value=200),
+    half=st.integers(min_value=1, max_value=40),
+    source=st.sampled_from(LAYOUTS),
+    target=st.sampled_from(LAYOUTS),
+)
 def test_layouts_of_the_fast_path_hold_the_same_bits(n_positions, half, source, target):
     permutation = layout_permutation(source, target, 2 * half)
-    np.testing.assert_array_equal(sinusoidal(n_positions, 2 * half, layout=target), sinusoidal(n_positions, 2 * half, layout=source)[:, permutation])
+    np.testing.assert_array_equal(
+        sinusoidal(n_positions, 2 * half, layout=target),
+        sinusoidal(n_positions, 2 * half, layout=source)[:, permutation],
+    )
 
 
 def test_float64_tables_keep_the_direct_path_bit_for_bit():
@@ -146,7 +168,10 @@ def test_float64_tables_keep_the_direct_path_bit_for_bit():
 def test_threaded_fast_path_equals_single_threaded_bit_for_bit(layout, dtype, n_positions, d_model):
     one = progression(n_positions, d_model, layout=layout, dtype=dtype, start=-3.5, step=0.7, n_threads=1)
     for n_threads in (2, 3):
-        np.testing.assert_array_equal(progression(n_positions, d_model, layout=layout, dtype=dtype, start=-3.5, step=0.7, n_threads=n_threads), one)
+        np.testing.assert_array_equal(
+            progression(n_positions, d_model, layout=layout, dtype=dtype, start=-3.5, step=0.7, n_threads=n_threads),
+            one,
+        )
 
 
 def test_large_table_uses_threads_and_matches_single_threaded():
@@ -158,7 +183,9 @@ def test_large_table_uses_threads_and_matches_single_threaded():
 def test_threaded_direct_path_equals_single_threaded_bit_for_bit(layout):
     positions = np.random.default_rng(0).uniform(-1e5, 1e5, size=3001)
     one = _direct_table(positions, 128, base=10000.0, layout=layout, dtype=np.float64, n_threads=1)
-    np.testing.assert_array_equal(_direct_table(positions, 128, base=10000.0, layout=layout, dtype=np.float64, n_threads=2), one)
+    np.testing.assert_array_equal(
+        _direct_table(positions, 128, base=10000.0, layout=layout, dtype=np.float64, n_threads=2), one
+    )
 
 
 # --- Memory ----------------------------------------------------------------------------------------------

@@ -20,9 +20,10 @@ import inspect
 import math
 import re
 import signal
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
-from typing import Any, Callable
+from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -30,14 +31,14 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from posenc import binary_code, dyadic_dials, frequencies, layout_permutation, normalised_count, raw_count
-from posenc import sinusoidal, translation_matrix
-from posenc.attention import layer_cost, logit_terms, mean_abs_cosine
-from posenc.nn import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
-from posenc.plotting import heatmap
-from posenc.tabular import FeatureTokenizer, TinyFTTransformer, permute_features, train_regression
 from test_bad_input import public_objects, takes_no_input
+
+from posenc import frequencies, layout_permutation, sinusoidal, translation_matrix
+from posenc.chapters.add_or_concatenate import layer_cost, logit_terms, mean_abs_cosine
+from posenc.chapters.plotting import heatmap
+from posenc.chapters.prototypes import binary_code, dyadic_dials, normalised_count, raw_count
+from posenc.chapters.tabular import FeatureTokenizer, TinyFTTransformer, permute_features, train_regression
+from posenc.nn import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
 
 SECONDS_PER_CALL = 30
 
@@ -154,16 +155,36 @@ def _check_curves(curves, kwargs):
 
 SPECS = {
     "posenc.frequencies": Spec(
-        frequencies, lambda a: frequencies(a["d_model"], base=a["base"]), lambda: dict(d_model=8, base=10000.0),
+        frequencies,
+        lambda a: frequencies(a["d_model"], base=a["base"]),
+        lambda: dict(d_model=8, base=10000.0),
         lambda out, a: _finite_array(out, (a["d_model"] // 2,)),
     ),
     "posenc.sinusoidal": Spec(
         sinusoidal,
         lambda a: sinusoidal(
-            a["positions"], a["d_model"], base=a["base"], layout=a["layout"], dtype=a["dtype"], start=a["start"], step=a["step"]
+            a["positions"],
+            a["d_model"],
+            base=a["base"],
+            layout=a["layout"],
+            dtype=a["dtype"],
+            start=a["start"],
+            step=a["step"],
+            n_threads=a["n_threads"],
         ),
-        lambda: dict(positions=5, d_model=8, base=10000.0, layout="interleaved", dtype=np.float32, start=0.0, step=1.0),
-        lambda out, a: _finite_array(out, (a["positions"] if isinstance(a["positions"], int) else len(a["positions"]), a["d_model"])),
+        lambda: dict(
+            positions=5,
+            d_model=8,
+            base=10000.0,
+            layout="interleaved",
+            dtype=np.float32,
+            start=0.0,
+            step=1.0,
+            n_threads=None,
+        ),
+        lambda out, a: _finite_array(
+            out, (a["positions"] if isinstance(a["positions"], int) else len(a["positions"]), a["d_model"])
+        ),
     ),
     "posenc.translation_matrix": Spec(
         translation_matrix,
@@ -172,93 +193,142 @@ SPECS = {
         lambda out, a: _finite_array(out, (a["d_model"], a["d_model"])),
     ),
     "posenc.layout_permutation": Spec(
-        layout_permutation, lambda a: layout_permutation(a["source"], a["target"], a["d_model"]),
+        layout_permutation,
+        lambda a: layout_permutation(a["source"], a["target"], a["d_model"]),
         lambda: dict(source="interleaved", target="halves", d_model=8),
         lambda out, a: np.testing.assert_array_equal(np.sort(out), np.arange(a["d_model"])),
     ),
-    "posenc.raw_count": Spec(
-        raw_count, lambda a: raw_count(a["n_positions"]), lambda: dict(n_positions=5),
+    "posenc.chapters.prototypes.raw_count": Spec(
+        raw_count,
+        lambda a: raw_count(a["n_positions"]),
+        lambda: dict(n_positions=5),
         lambda out, a: _finite_array(out, (a["n_positions"], 1)),
     ),
-    "posenc.normalised_count": Spec(
-        normalised_count, lambda a: normalised_count(a["n_positions"]), lambda: dict(n_positions=5),
+    "posenc.chapters.prototypes.normalised_count": Spec(
+        normalised_count,
+        lambda a: normalised_count(a["n_positions"]),
+        lambda: dict(n_positions=5),
         lambda out, a: _finite_array(out, (a["n_positions"], 1)),
     ),
-    "posenc.binary_code": Spec(
-        binary_code, lambda a: binary_code(a["n_positions"], a["n_bits"], centred=a["centred"]),
+    "posenc.chapters.prototypes.binary_code": Spec(
+        binary_code,
+        lambda a: binary_code(a["n_positions"], a["n_bits"], centred=a["centred"]),
         lambda: dict(n_positions=5, n_bits=3, centred=False),
         lambda out, a: _finite_array(out, (a["n_positions"], a["n_bits"])),
     ),
-    "posenc.dyadic_dials": Spec(
-        dyadic_dials, lambda a: dyadic_dials(a["n_positions"], a["n_columns"]), lambda: dict(n_positions=5, n_columns=4),
+    "posenc.chapters.prototypes.dyadic_dials": Spec(
+        dyadic_dials,
+        lambda a: dyadic_dials(a["n_positions"], a["n_columns"]),
+        lambda: dict(n_positions=5, n_columns=4),
         lambda out, a: _finite_array(out, (a["n_positions"], a["n_columns"])),
     ),
     "posenc.nn.SinusoidalPositionalEncoding": Spec(
         SinusoidalPositionalEncoding,
-        lambda a: SinusoidalPositionalEncoding(a["d_model"], max_len=a["max_len"], base=a["base"], layout=a["layout"], dropout=a["dropout"]),
+        lambda a: SinusoidalPositionalEncoding(
+            a["d_model"], max_len=a["max_len"], base=a["base"], layout=a["layout"], dropout=a["dropout"]
+        ),
         lambda: dict(d_model=8, max_len=4, base=10000.0, layout="interleaved", dropout=0.0),
         lambda module, a: _check_module_forward(module.eval(), a["d_model"]),
     ),
     "posenc.nn.SinusoidalPositionalEncoding.forward": Spec(
-        SinusoidalPositionalEncoding.forward, lambda a: SinusoidalPositionalEncoding(8, max_len=4)(a["x"]),
-        lambda: dict(x=torch.zeros(2, 3, 8)), _check_forward_result,
+        SinusoidalPositionalEncoding.forward,
+        lambda a: SinusoidalPositionalEncoding(8, max_len=4)(a["x"]),
+        lambda: dict(x=torch.zeros(2, 3, 8)),
+        _check_forward_result,
     ),
     "posenc.nn.LearnedPositionalEmbedding": Spec(
-        LearnedPositionalEmbedding, lambda a: LearnedPositionalEmbedding(a["max_len"], a["d_model"]),
+        LearnedPositionalEmbedding,
+        lambda a: LearnedPositionalEmbedding(a["max_len"], a["d_model"]),
         lambda: dict(max_len=4, d_model=5),
         lambda module, a: _check_module_forward(module, a["d_model"]),
     ),
     "posenc.nn.LearnedPositionalEmbedding.forward": Spec(
-        LearnedPositionalEmbedding.forward, lambda a: LearnedPositionalEmbedding(4, 8)(a["x"]),
-        lambda: dict(x=torch.zeros(2, 3, 8)), _check_forward_result,
+        LearnedPositionalEmbedding.forward,
+        lambda a: LearnedPositionalEmbedding(4, 8)(a["x"]),
+        lambda: dict(x=torch.zeros(2, 3, 8)),
+        _check_forward_result,
     ),
-    "posenc.plotting.heatmap": Spec(
-        heatmap, lambda a: heatmap(a["table"], ax=a["ax"], title=a["title"], cmap=a["cmap"], colorbar=a["colorbar"]),
-        lambda: dict(table=np.zeros((3, 4)), ax=None, title="t", cmap="copper", colorbar=False), _check_heatmap,
+    "posenc.chapters.plotting.heatmap": Spec(
+        heatmap,
+        lambda a: heatmap(a["table"], ax=a["ax"], title=a["title"], cmap=a["cmap"], colorbar=a["colorbar"]),
+        lambda: dict(table=np.zeros((3, 4)), ax=None, title="t", cmap="copper", colorbar=False),
+        _check_heatmap,
     ),
-    "posenc.attention.layer_cost": Spec(
+    "posenc.chapters.add_or_concatenate.layer_cost": Spec(
         layer_cost,
-        lambda a: layer_cost(a["d_model"], combine=a["combine"], d_position=a["d_position"], seq_len=a["seq_len"], ffn_multiplier=a["ffn_multiplier"]),
-        lambda: dict(d_model=8, combine="add", d_position=0, seq_len=4, ffn_multiplier=4), _check_layer_cost,
+        lambda a: layer_cost(
+            a["d_model"],
+            combine=a["combine"],
+            d_position=a["d_position"],
+            seq_len=a["seq_len"],
+            ffn_multiplier=a["ffn_multiplier"],
+        ),
+        lambda: dict(d_model=8, combine="add", d_position=0, seq_len=4, ffn_multiplier=4),
+        _check_layer_cost,
     ),
-    "posenc.attention.logit_terms": Spec(
-        logit_terms, lambda a: logit_terms(a["tokens"], a["positions"], a["w_query"], a["w_key"]),
+    "posenc.chapters.add_or_concatenate.logit_terms": Spec(
+        logit_terms,
+        lambda a: logit_terms(a["tokens"], a["positions"], a["w_query"], a["w_key"]),
         lambda: dict(tokens=np.ones((3, 3)), positions=np.zeros((3, 3)), w_query=np.eye(3), w_key=np.eye(3)),
         _check_logit_terms,
     ),
-    "posenc.attention.mean_abs_cosine": Spec(
-        mean_abs_cosine, lambda a: mean_abs_cosine(a["rows_a"], a["rows_b"]),
-        lambda: dict(rows_a=np.ones((2, 3)), rows_b=np.eye(3)), _check_cosine,
+    "posenc.chapters.add_or_concatenate.mean_abs_cosine": Spec(
+        mean_abs_cosine,
+        lambda a: mean_abs_cosine(a["rows_a"], a["rows_b"]),
+        lambda: dict(rows_a=np.ones((2, 3)), rows_b=np.eye(3)),
+        _check_cosine,
     ),
-    "posenc.tabular.FeatureTokenizer": Spec(
+    "posenc.chapters.tabular.FeatureTokenizer": Spec(
         FeatureTokenizer,
         lambda a: FeatureTokenizer(a["n_features"], a["d_token"], bias=a["bias"], shared_weight=a["shared_weight"]),
         lambda: dict(n_features=3, d_token=4, bias=True, shared_weight=False),
-        lambda module, a: _check_forward_result(module(torch.zeros(2, a["n_features"])), {"x": torch.zeros(2, a["n_features"])}, (2, a["n_features"], a["d_token"])),
+        lambda module, a: _check_forward_result(
+            module(torch.zeros(2, a["n_features"])),
+            {"x": torch.zeros(2, a["n_features"])},
+            (2, a["n_features"], a["d_token"]),
+        ),
     ),
-    "posenc.tabular.FeatureTokenizer.forward": Spec(
-        FeatureTokenizer.forward, lambda a: FeatureTokenizer(3, 4)(a["x"]), lambda: dict(x=torch.zeros(2, 3)),
+    "posenc.chapters.tabular.FeatureTokenizer.forward": Spec(
+        FeatureTokenizer.forward,
+        lambda a: FeatureTokenizer(3, 4)(a["x"]),
+        lambda: dict(x=torch.zeros(2, 3)),
         lambda out, a: _check_forward_result(out, a, (a["x"].shape[0], 3, 4)),
     ),
-    "posenc.tabular.TinyFTTransformer": Spec(
+    "posenc.chapters.tabular.TinyFTTransformer": Spec(
         TinyFTTransformer,
-        lambda a: TinyFTTransformer(a["n_features"], a["d_token"], a["n_heads"], a["n_layers"], bias=a["bias"], shared_weight=a["shared_weight"], norm_first=a["norm_first"]),
+        lambda a: TinyFTTransformer(
+            a["n_features"],
+            a["d_token"],
+            a["n_heads"],
+            a["n_layers"],
+            bias=a["bias"],
+            shared_weight=a["shared_weight"],
+            norm_first=a["norm_first"],
+        ),
         lambda: dict(n_features=3, d_token=4, n_heads=2, n_layers=1, bias=True, shared_weight=False, norm_first=False),
-        lambda module, a: _check_forward_result(module(torch.zeros(2, a["n_features"])), {"x": torch.zeros(2, a["n_features"])}, (2,)),
+        lambda module, a: _check_forward_result(
+            module(torch.zeros(2, a["n_features"])), {"x": torch.zeros(2, a["n_features"])}, (2,)
+        ),
     ),
-    "posenc.tabular.TinyFTTransformer.forward": Spec(
-        TinyFTTransformer.forward, lambda a: TinyFTTransformer(3, d_token=4)(a["x"]), lambda: dict(x=torch.zeros(2, 3)),
+    "posenc.chapters.tabular.TinyFTTransformer.forward": Spec(
+        TinyFTTransformer.forward,
+        lambda a: TinyFTTransformer(3, d_token=4)(a["x"]),
+        lambda: dict(x=torch.zeros(2, 3)),
         lambda out, a: _check_forward_result(out, a, (a["x"].shape[0],)),
     ),
-    "posenc.tabular.permute_features": Spec(
-        permute_features, lambda a: permute_features(a["module"], a["permutation"]),
+    "posenc.chapters.tabular.permute_features": Spec(
+        permute_features,
+        lambda a: permute_features(a["module"], a["permutation"]),
         lambda: dict(module=FeatureTokenizer(3, 4), permutation=[2, 0, 1]),
         lambda out, a: isinstance(out, type(a["module"])) or pytest.fail(f"returned {type(out).__name__}"),
     ),
-    "posenc.tabular.train_regression": Spec(
+    "posenc.chapters.tabular.train_regression": Spec(
         train_regression,
-        lambda a: train_regression(a["model"], a["x_train"], a["y_train"], a["x_test"], a["y_test"], steps=a["steps"], lr=a["lr"]),
-        _regression_kwargs, _check_curves,
+        lambda a: train_regression(
+            a["model"], a["x_train"], a["y_train"], a["x_test"], a["y_test"], steps=a["steps"], lr=a["lr"]
+        ),
+        _regression_kwargs,
+        _check_curves,
     ),
 }
 
@@ -287,7 +357,9 @@ def test_every_public_callable_has_a_fuzz_spec():
     specified = {name for name in SPECS if not name.endswith(".forward")}
     # A name re-exported by posenc (posenc.raw_count) counts for its home module too.
     objects = public_objects()
-    covered = {name for name in needed if any(objects[name] is SPECS[spec].target for spec in SPECS if spec in specified)}
+    covered = {
+        name for name in needed if any(objects[name] is SPECS[spec].target for spec in SPECS if spec in specified)
+    }
     assert needed - covered == set(), f"public callables without a fuzz spec: {sorted(needed - covered)}"
 
 

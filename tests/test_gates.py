@@ -20,7 +20,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from test_notebook_sources import is_in_toc, unstripped_cells
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -71,7 +70,9 @@ def write_book(root: Path, *, with_notebook: bool, code="total = 1 + 1\nassert t
     """A tiny book at ``root``: intro page, optionally a notebook chapter, one bibliography."""
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
     tiny = {key: config[key] for key in ("execute", "parse", "sphinx") if key in config}
-    tiny.update(title="Tiny", only_build_toc_files=True, bibtex_bibfiles=["references.bib"], exclude_patterns=["_build/*"])
+    tiny.update(
+        title="Tiny", only_build_toc_files=True, bibtex_bibfiles=["references.bib"], exclude_patterns=["_build/*"]
+    )
     root.mkdir(parents=True, exist_ok=True)
     (root / "_config.yml").write_text(yaml.safe_dump(tiny))
     chapters = ([{"file": "chapter"}] if with_notebook else []) + [{"file": "bibliography"}]
@@ -97,7 +98,16 @@ def strict_build(root: Path) -> subprocess.CompletedProcess:
 def nbval(path: Path) -> subprocess.CompletedProcess:
     """The notebook run `make notebooks` does, on one notebook."""
     return subprocess.run(
-        [str(BIN / "python"), "-m", "pytest", "-p", "no:cacheprovider", "--nbval-lax", "--nbval-current-env", str(path)],
+        [
+            str(BIN / "python"),
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "--nbval-lax",
+            "--nbval-current-env",
+            str(path),
+        ],
         capture_output=True,
         text=True,
         timeout=300,

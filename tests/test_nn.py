@@ -77,7 +77,9 @@ def test_learned_embedding_adds_its_rows_and_learns():
     torch.testing.assert_close(out[1], embedding.weight[:4])
     out.sum().backward()
     assert embedding.weight.grad is not None
-    assert torch.equal(embedding.weight.grad[4], torch.zeros(3)) and torch.equal(embedding.weight.grad[:4], torch.full((4, 3), 2.0))
+    assert torch.equal(embedding.weight.grad[4], torch.zeros(3)) and torch.equal(
+        embedding.weight.grad[:4], torch.full((4, 3), 2.0)
+    )
 
 
 def test_learned_embedding_refuses_a_longer_sequence_naming_max_len():

@@ -33,7 +33,9 @@ def test_there_are_chapters():
 
 def unstripped_cells(path):
     """Indices of the code cells of notebook ``path`` that carry outputs or an execution count."""
-    return [i for i, cell in enumerate(code_cells(path)) if cell.get("outputs") or cell.get("execution_count") is not None]
+    return [
+        i for i, cell in enumerate(code_cells(path)) if cell.get("outputs") or cell.get("execution_count") is not None
+    ]
 
 
 def is_in_toc(path, root=ROOT):
@@ -60,7 +62,8 @@ def test_assert_cells_are_hidden_from_readers(path):
     visible = [
         source(cell)[:60]
         for cell in code_cells(path)
-        if re.search(r"^\s*assert\b", source(cell), re.MULTILINE) and "remove-input" not in cell["metadata"].get("tags", [])
+        if re.search(r"^\s*assert\b", source(cell), re.MULTILINE)
+        and "remove-input" not in cell["metadata"].get("tags", [])
     ]
     assert visible == [], f"{path.name}: assert cells without the remove-input tag: {visible}"
 

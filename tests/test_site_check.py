@@ -11,7 +11,6 @@ import sysconfig
 from pathlib import Path
 
 import pytest
-
 from site_check import CHROMIUM, check_pages, format_table
 
 pytestmark = pytest.mark.browser
@@ -42,14 +41,18 @@ SITE = {
     ),
     "target.html": page('<article><h1 id="here">Here</h1></article>'),
     "broken_image.html": page('<article><img src="missing.png" alt="gone"></article>'),
-    "broken_anchor.html": page('<article><a href="target.html#nowhere">dangling</a> <a href="#absent">self</a></article>'),
+    "broken_anchor.html": page(
+        '<article><a href="target.html#nowhere">dangling</a> <a href="#absent">self</a></article>'
+    ),
     "broken_link.html": page('<article><a href="no_such_page.html">dead</a></article>'),
     "remote_script.html": page("<article>text</article>", '<script src="https://cdn.example.com/lib.js"></script>'),
     "console_error.html": page("<article>text</article><script>console.error('boom from the page')</script>"),
     "page_error.html": page("<article>text</article><script>undefinedFunctionCall()</script>"),
     "math_error.html": page('<article><span class="math">\\(\\frac{1}\\)</span></article>', MATHJAX_TAGS),
     "math_untypeset.html": page('<article><span class="math">\\(x\\)</span></article>'),
-    "chrome_link.html": page('<header><a href="https://github.com/nobody/nothing">repository</a></header><article>x</article>'),
+    "chrome_link.html": page(
+        '<header><a href="https://github.com/nobody/nothing">repository</a></header><article>x</article>'
+    ),
 }
 
 # page -> a phrase that must appear among its failures

@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
 
+from posenc.chapters.tabular import FeatureTokenizer, TinyFTTransformer, permute_features, train_regression
 from posenc.nn import SinusoidalPositionalEncoding
-from posenc.tabular import FeatureTokenizer, TinyFTTransformer, permute_features, train_regression
 
 N_FEATURES = 5
 D_TOKEN = 8
@@ -64,7 +64,9 @@ def test_self_attention_without_positions_is_permutation_equivariant(p):
 def test_encoder_layer_without_positions_is_permutation_equivariant(norm_first, p):
     """A whole encoder layer (attention, feed-forward, LayerNorms) is equivariant too, pre- or post-norm."""
     torch.manual_seed(0)
-    layer = nn.TransformerEncoderLayer(D_TOKEN, 2, dim_feedforward=16, dropout=0.0, batch_first=True, norm_first=norm_first)
+    layer = nn.TransformerEncoderLayer(
+        D_TOKEN, 2, dim_feedforward=16, dropout=0.0, batch_first=True, norm_first=norm_first
+    )
     tokens = seeded_normal(3, N_FEATURES, D_TOKEN)
     torch.testing.assert_close(layer(tokens[:, p]), layer(tokens)[:, p], rtol=0, atol=1e-6)
 

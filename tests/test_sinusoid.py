@@ -7,7 +7,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import posenc
 from posenc import LAYOUTS, frequencies, layout_permutation, sinusoidal, translation_matrix
 
 d_models = st.integers(min_value=1, max_value=64).map(lambda half: 2 * half)
@@ -99,7 +98,11 @@ def test_every_row_has_squared_norm_d_model_over_2(positions, d_model, base, lay
 @given(position_arrays, offsets, d_models, bases, layouts)
 def test_dot_product_depends_on_the_offset_only(positions, k, d_model, base, layout):
     """PE(x)·PE(x+k) = Σ_i cos(ω_i k), whatever x is."""
-    dots = np.sum(table64(positions, d_model, base=base, layout=layout) * table64(positions + k, d_model, base=base, layout=layout), axis=1)
+    dots = np.sum(
+        table64(positions, d_model, base=base, layout=layout)
+        * table64(positions + k, d_model, base=base, layout=layout),
+        axis=1,
+    )
     expected = np.sum(np.cos(frequencies(d_model, base=base) * k))
     np.testing.assert_allclose(dots, expected, rtol=0, atol=1e-9 * d_model)
 
@@ -110,8 +113,12 @@ def test_dot_product_depends_on_the_offset_only(positions, k, d_model, base, lay
 @given(position_arrays, offsets, d_models, bases, layouts)
 def test_translation_matrix_shifts_every_row_by_the_offset(positions, offset, d_model, base, layout):
     """PE(x + Δ) = PE(x) · T(Δ) for negative and fractional Δ, any d_model, base and layout."""
-    shifted = table64(positions, d_model, base=base, layout=layout) @ translation_matrix(offset, d_model, base=base, layout=layout)
-    np.testing.assert_allclose(shifted, table64(positions + offset, d_model, base=base, layout=layout), rtol=0, atol=1e-9)
+    shifted = table64(positions, d_model, base=base, layout=layout) @ translation_matrix(
+        offset, d_model, base=base, layout=layout
+    )
+    np.testing.assert_allclose(
+        shifted, table64(positions + offset, d_model, base=base, layout=layout), rtol=0, atol=1e-9
+    )
 
 
 @given(offsets, d_models, layouts)
@@ -129,7 +136,10 @@ def test_translations_compose_by_adding_offsets(a, b, d_model, layout):
 @given(offsets, d_models, layouts)
 def test_negative_offset_gives_the_transpose(offset, d_model, layout):
     np.testing.assert_allclose(
-        translation_matrix(-offset, d_model, layout=layout), translation_matrix(offset, d_model, layout=layout).T, rtol=0, atol=1e-15
+        translation_matrix(-offset, d_model, layout=layout),
+        translation_matrix(offset, d_model, layout=layout).T,
+        rtol=0,
+        atol=1e-15,
     )
 
 
@@ -138,7 +148,10 @@ def test_zero_offset_is_the_identity():
         np.testing.assert_array_equal(translation_matrix(0, 16, layout=layout), np.eye(16))
 
 
-@pytest.mark.parametrize("matrix_layout, table_layout", [("interleaved", "cos_first"), ("cos_first", "interleaved"), ("interleaved", "halves")])
+@pytest.mark.parametrize(
+    "matrix_layout, table_layout",
+    [("interleaved", "cos_first"), ("cos_first", "interleaved"), ("interleaved", "halves")],
+)
 def test_translation_matrix_of_another_layout_is_wrong_by_order_one(matrix_layout, table_layout):
     """The block must be paired with the layout: the wrong pairing fails by O(1), not by rounding."""
     positions = np.arange(10.0)
@@ -160,7 +173,9 @@ def test_interleaved_block_is_c_minus_s_over_s_c():
 def test_layouts_hold_the_same_numbers_up_to_a_column_permutation(positions, d_model, source, target):
     permutation = layout_permutation(source, target, d_model)
     np.testing.assert_array_equal(np.sort(permutation), np.arange(d_model))
-    np.testing.assert_array_equal(table64(positions, d_model, layout=target), table64(positions, d_model, layout=source)[:, permutation])
+    np.testing.assert_array_equal(
+        table64(positions, d_model, layout=target), table64(positions, d_model, layout=source)[:, permutation]
+    )
 
 
 def test_layout_columns_are_where_the_docs_say():
@@ -173,9 +188,24 @@ def test_layout_columns_are_where_the_docs_say():
 def test_translation_matrices_of_two_layouts_are_related_by_the_permutation():
     permutation = layout_permutation("interleaved", "halves", 10)
     interleaved = translation_matrix(2.5, 10)
-    np.testing.assert_array_equal(translation_matrix(2.5, 10, layout="halves"), interleaved[np.ix_(permutation, permutation)])
+    np.testing.assert_array_equal(
+        translation_matrix(2.5, 10, layout="halves"), interleaved[np.ix_(permutation, permutation)]
+    )
 
 
-def test_public_names():
-    assert set(posenc.__all__) == {"LAYOUTS", "MAX_TABLE_ELEMENTS", "frequencies", "layout_permutation", "sinusoidal", "translation_matrix",
-                                  "raw_count", "normalised_count", "binary_code", "dyadic_dials"}
+def test_the_sinusoidal_functions_are_public_at_the_top_level():
+    """``posenc.sinusoidal`` and friends are the module's own functions, re-exported once."""
+    import posenc.sinusoid
+
+    assert set(posenc.sinusoid.__all__) <= set(posenc.__all__)
+    assert all(getattr(posenc, name) is getattr(posenc.sinusoid, name) for name in posenc.sinusoid.__all__)
+
+
+def test_import_posenc_needs_numpy_only():
+    """``import posenc`` must not import torch or matplotlib (the chapters' helpers and posenc.nn do)."""
+    import subprocess
+    import sys
+
+    code = "import sys, posenc; print(sorted({'torch', 'matplotlib'} & set(sys.modules)))"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]"

@@ -1,12 +1,10 @@
-"""PyTorch modules that add position information to a batch of token embeddings.
+"""The fixed sinusoidal encoding of Vaswani et al. (2017) as a module that adds it to embeddings.
 
-Both modules take ``x`` of shape ``(batch, seq, d_model)`` and return ``x`` plus one position vector per
+The module takes ``x`` of shape ``(batch, seq, d_model)`` and returns ``x`` plus one position vector per
 sequence index, broadcast over the batch: the *sequence* axis is the one that indexes positions.
 """
 
 from __future__ import annotations
-
-import numbers
 
 import numpy as np
 import torch
@@ -20,29 +18,10 @@ from posenc._validation import (
     check_layout,
     check_table_size,
 )
-from posenc.encoding import sinusoidal
+from posenc.nn._checks import check_dropout, check_embeddings
+from posenc.sinusoid import sinusoidal
 
-__all__ = ["SinusoidalPositionalEncoding", "LearnedPositionalEmbedding"]
-
-
-def _check_input(x, d_model: int) -> int:
-    """Check that ``x`` is a floating ``(batch, seq, d_model)`` tensor and return ``seq``."""
-    if not isinstance(x, torch.Tensor):
-        raise TypeError(f"x must be a torch.Tensor of shape (batch, seq, {d_model}), got {type(x).__name__}")
-    if not x.is_floating_point():
-        raise TypeError(f"x must be a floating-point tensor, got dtype {x.dtype}")
-    if x.ndim != 3 or x.shape[-1] != d_model:
-        raise ValueError(f"x must have shape (batch, seq, d_model={d_model}), got {tuple(x.shape)}")
-    return x.shape[1]
-
-
-def _check_dropout(dropout) -> float:
-    if isinstance(dropout, bool) or not isinstance(dropout, numbers.Real):
-        raise TypeError(f"dropout must be a real number in [0, 1), got {type(dropout).__name__} {dropout!r}")
-    dropout = float(dropout)
-    if not 0.0 <= dropout < 1.0:
-        raise ValueError(f"dropout must be a real number in [0, 1), got {dropout}")
-    return dropout
+__all__ = ["SinusoidalPositionalEncoding"]
 
 
 class SinusoidalPositionalEncoding(nn.Module):
@@ -97,7 +76,7 @@ class SinusoidalPositionalEncoding(nn.Module):
         check_table_size(max_len, self.d_model, "max_len")
         self.base = check_base(base)
         self.layout = check_layout(layout)
-        self.dropout = nn.Dropout(_check_dropout(dropout))
+        self.dropout = nn.Dropout(check_dropout(dropout))
         self.register_buffer("table", self._build(max_len, device=None), persistent=False)
 
     def _build(self, n_positions: int, device) -> torch.Tensor:
@@ -105,7 +84,7 @@ class SinusoidalPositionalEncoding(nn.Module):
         return torch.from_numpy(table).to(device)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        seq = _check_input(x, self.d_model)
+        seq = check_embeddings(x, self.d_model)
         if seq > self.table.shape[0]:
             check_table_size(seq, self.d_model, "sequence length of x")
             grown = max(seq, min(2 * self.table.shape[0], MAX_TABLE_ELEMENTS // self.d_model))
@@ -114,51 +93,3 @@ class SinusoidalPositionalEncoding(nn.Module):
 
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, cached={self.table.shape[0]}, base={self.base}, layout={self.layout!r}"
-
-
-class LearnedPositionalEmbedding(nn.Module):
-    """Add a trained vector per position, for positions ``0 ... max_len - 1`` only.
-
-    Parameters
-    ----------
-    max_len : int
-        Number of positions with a trained vector; an input longer than this is refused, because no
-        vector exists for the extra positions.
-    d_model : int
-        Width of the embeddings; any positive int.
-
-    Attributes
-    ----------
-    weight : (max_len, d_model) nn.Parameter
-        One vector per position, initialised from N(0, 0.02²).
-
-    Notes
-    -----
-    Vaswani et al. (2017, Table 3, row E) report "nearly identical results" for learned and sinusoidal
-    encodings; they kept the sinusoid because it may let the model extrapolate to longer sequences.
-
-    Examples
-    --------
-    >>> embedding = LearnedPositionalEmbedding(4, 8)
-    >>> embedding(torch.zeros(2, 3, 8)).shape
-    torch.Size([2, 3, 8])
-    """
-
-    def __init__(self, max_len, d_model):
-        super().__init__()
-        self.max_len = check_count(max_len, "max_len", minimum=1)
-        self.d_model = check_d_model(d_model, even=False)
-        check_table_size(self.max_len, self.d_model, "max_len")
-        self.weight = nn.Parameter(torch.empty(self.max_len, self.d_model))
-        nn.init.normal_(self.weight, std=0.02)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        seq = _check_input(x, self.d_model)
-        if seq > self.max_len:
-            raise ValueError(
-                f"sequence length {seq} exceeds max_len={self.max_len}: no learned vector for later positions"
-            )
-        return x + self.weight[:seq].to(dtype=x.dtype)
-
-    def extra_repr(self) -> str:
-        return f"max_len={self.max_len}, d_model={self.d_model}"

@@ -316,9 +316,7 @@ def permute_features(module, permutation):
     elif isinstance(module, FeatureTokenizer):
         tokenizer_path = None
     else:
-        raise TypeError(
-            f"module must be a FeatureTokenizer or a TinyFTTransformer, got {type(module).__name__}"
-        )
+        raise TypeError(f"module must be a FeatureTokenizer or a TinyFTTransformer, got {type(module).__name__}")
     n_features = module.n_features
     index = _check_permutation(permutation, n_features)
     moved = copy.deepcopy(module)

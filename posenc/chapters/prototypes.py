@@ -173,8 +173,7 @@ def binary_code(n_positions, n_bits, *, centred=False):
     needed = max(1, (n_positions - 1).bit_length())
     if n_bits < needed:
         raise ValueError(
-            f"n_bits must be at least {needed} to give positions 0 to {n_positions - 1} distinct codes, "
-            f"got {n_bits}"
+            f"n_bits must be at least {needed} to give positions 0 to {n_positions - 1} distinct codes, got {n_bits}"
         )
     check_table_size(n_positions, n_bits, "n_positions", "n_bits")
 

@@ -1,4 +1,4 @@
-"""posenc.attention: layer costs checked against real torch modules, the four-term logit split, cosines."""
+"""posenc.chapters.add_or_concatenate: layer costs checked against real torch modules, the logit split, cosines."""
 
 import math
 
@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
-from posenc.attention import COMBINE_MODES, LogitTerms, layer_cost, logit_terms, mean_abs_cosine
+from posenc.chapters.add_or_concatenate import COMBINE_MODES, LogitTerms, layer_cost, logit_terms, mean_abs_cosine
 
 
 class ReferenceLayer(nn.Module):
@@ -24,7 +24,9 @@ class ReferenceLayer(nn.Module):
         self.norm1, self.norm2 = nn.LayerNorm(width), nn.LayerNorm(width)
         self.w_q, self.w_k, self.w_v = (nn.Linear(projection_input, width) for _ in range(3))
         self.w_o = nn.Linear(width, width)
-        self.ffn = nn.Sequential(nn.Linear(width, ffn_multiplier * width), nn.ReLU(), nn.Linear(ffn_multiplier * width, width))
+        self.ffn = nn.Sequential(
+            nn.Linear(width, ffn_multiplier * width), nn.ReLU(), nn.Linear(ffn_multiplier * width, width)
+        )
 
     def forward(self, x, p):
         # x: (n, d_model) token embeddings; p: (n, d_model) for "add", (n, d_position) to concatenate
@@ -50,7 +52,9 @@ def test_parameter_count_equals_that_of_a_real_torch_layer(combine, d_position, 
     layer = ReferenceLayer(d_model, combine, d_position, ffn_multiplier)
     cost = layer_cost(d_model, combine=combine, d_position=d_position, ffn_multiplier=ffn_multiplier)
     assert cost.params == sum(parameter.numel() for parameter in layer.parameters())
-    assert cost.norm_params == sum(parameter.numel() for parameter in [*layer.norm1.parameters(), *layer.norm2.parameters()])
+    assert cost.norm_params == sum(
+        parameter.numel() for parameter in [*layer.norm1.parameters(), *layer.norm2.parameters()]
+    )
     assert cost.ffn_params == sum(parameter.numel() for parameter in layer.ffn.parameters())
 
 
@@ -72,7 +76,11 @@ def test_added_layer_has_12_d_squared_plus_13_d_parameters(d_model):
     assert layer_cost(d_model).params == 12 * d_model**2 + 13 * d_model
 
 
-@given(st.integers(min_value=1, max_value=2048), st.integers(min_value=1, max_value=512), st.sampled_from(["concat_wide", "concat_qkv"]))
+@given(
+    st.integers(min_value=1, max_value=2048),
+    st.integers(min_value=1, max_value=512),
+    st.sampled_from(["concat_wide", "concat_qkv"]),
+)
 def test_concatenating_costs_strictly_more_than_adding(d_model, d_position, combine):
     add = layer_cost(d_model)
     concat = layer_cost(d_model, combine=combine, d_position=d_position)
@@ -102,7 +110,12 @@ seeds = st.integers(0, 2**32 - 1)
 def random_inputs(shape, seed):
     n, d_model, d_k = shape
     rng = np.random.default_rng(seed)
-    return rng.normal(size=(n, d_model)), rng.normal(size=(n, d_model)), rng.normal(size=(d_model, d_k)), rng.normal(size=(d_model, d_k))
+    return (
+        rng.normal(size=(n, d_model)),
+        rng.normal(size=(n, d_model)),
+        rng.normal(size=(d_model, d_k)),
+        rng.normal(size=(d_model, d_k)),
+    )
 
 
 @given(shapes, seeds)

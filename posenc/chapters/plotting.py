@@ -50,7 +50,9 @@ def heatmap(table, *, ax=None, title="PE matrix heat map", cmap="copper", colorb
     """
     table = np.asarray(table)
     if table.ndim != 2 or not (np.issubdtype(table.dtype, np.floating) or np.issubdtype(table.dtype, np.integer)):
-        raise ValueError(f"table must be a 2-D real array (n_positions, d_model), got shape {table.shape}, dtype {table.dtype}")
+        raise ValueError(
+            f"table must be a 2-D real array (n_positions, d_model), got shape {table.shape}, dtype {table.dtype}"
+        )
     if ax is not None and not isinstance(ax, mpl.axes.Axes):
         raise TypeError(f"ax must be a matplotlib Axes or None, got {type(ax).__name__}")
     if not isinstance(title, str):

@@ -172,8 +172,12 @@ def _check_matrix(value, name: str, shape_text: str) -> np.ndarray:
     try:
         array = np.asarray(value)
     except (TypeError, ValueError) as error:  # ragged nested lists, objects numpy cannot convert
-        raise TypeError(f"{name} must be {accepted}, got {type(value).__name__} that is not a rectangular array") from error
-    if array.dtype == np.bool_ or not (np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)):
+        raise TypeError(
+            f"{name} must be {accepted}, got {type(value).__name__} that is not a rectangular array"
+        ) from error
+    if array.dtype == np.bool_ or not (
+        np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)
+    ):
         raise TypeError(f"{name} must be {accepted}, got an array of dtype {array.dtype}")
     if array.ndim != 2:
         raise ValueError(f"{name} must be {accepted}, got shape {array.shape}")

@@ -14,7 +14,6 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from posenc._validation import (
-    LAYOUTS,
     check_base,
     check_count,
     check_d_model,
@@ -171,7 +170,6 @@ def _progression_table(start, step, n_positions, d_model, *, base, layout, dtype
     del generators
 
     sine_columns, cosine_columns = _pair_slices(layout, d_model)
-    n_offsets = len(offset_factors)  # `block`, or fewer when the whole table is one short block
     if layout == "interleaved" and dtype == np.float32:
         # Write w straight into the table read as complex64: the ufunc computes in complex128 and rounds
         # each part once, through its own small buffer.
@@ -197,11 +195,17 @@ def _progression_table(start, step, n_positions, d_model, *, base, layout, dtype
             """``tile[j]`` = w of row ``rows.start + j``: whole blocks in one call, else block by block."""
             first_block, stop_block = rows.start // block, -(-rows.stop // block)
             if rows.start % block == 0 and rows.stop - rows.start == (stop_block - first_block) * block:
-                np.multiply(start_factors[first_block:stop_block, None, :], offset_factors, out=tile.reshape(-1, block, half))
+                np.multiply(
+                    start_factors[first_block:stop_block, None, :], offset_factors, out=tile.reshape(-1, block, half)
+                )
                 return
             for q in range(first_block, stop_block):
                 low, high = max(rows.start, q * block), min(rows.stop, (q + 1) * block)
-                np.multiply(start_factors[q], offset_factors[low - q * block : high - q * block], out=tile[low - rows.start : high - rows.start])
+                np.multiply(
+                    start_factors[q],
+                    offset_factors[low - q * block : high - q * block],
+                    out=tile[low - rows.start : high - rows.start],
+                )
 
         def build_blocks(first: int, stop: int) -> None:
             stop_row = min(stop * block, n_positions)
@@ -236,7 +240,9 @@ def _run_in_threads(work, n_items: int, n_elements: int, n_threads) -> None:
             part.result()
 
 
-def sinusoidal(positions, d_model, *, base=10000.0, layout="interleaved", dtype=np.float32, start=0.0, step=1.0):
+def sinusoidal(
+    positions, d_model, *, base=10000.0, layout="interleaved", dtype=np.float32, start=0.0, step=1.0, n_threads=None
+):
     r"""The sinusoidal positional-encoding table.
 
     Parameters
@@ -259,6 +265,10 @@ def sinusoidal(positions, d_model, *, base=10000.0, layout="interleaved", dtype=
     start, step : float, default 0.0 and 1.0
         First position and spacing when ``positions`` is an int count; any finite real numbers (a
         negative or fractional ``step`` included). Only for an int count.
+    n_threads : int or None, default None
+        Threads that build the table. ``None`` uses two for tables of at least 2**21 elements when two
+        cores are available, else one; an int ``>= 1`` forces the count. The result is the same bits
+        whatever the count.
 
     Returns
     -------
@@ -344,6 +354,8 @@ def sinusoidal(positions, d_model, *, base=10000.0, layout="interleaved", dtype=
         n_positions = len(position_array)
     start = check_real(start, "start")
     step = check_real(step, "step")
+    if n_threads is not None:
+        n_threads = check_count(n_threads, "n_threads", minimum=1)
     if position_array is not None and (start != 0.0 or step != 1.0):
         raise ValueError(
             f"start and step apply to an int count of positions only, got start={start}, step={step} "
@@ -359,10 +371,12 @@ def sinusoidal(positions, d_model, *, base=10000.0, layout="interleaved", dtype=
                 start, step, position_array = float(first), float(spacing), None
         # Generator angles reach |step| * 2 * (n_positions + 256): keep them finite, else go direct.
         if position_array is None and math.isfinite(abs(step) * 2.0 * (n_positions + 256)):
-            return _progression_table(start, step, n_positions, d_model, base=base, layout=layout, dtype=dtype)
+            return _progression_table(
+                start, step, n_positions, d_model, base=base, layout=layout, dtype=dtype, n_threads=n_threads
+            )
     if position_array is None:
         position_array = start + step * np.arange(n_positions, dtype=np.float64)
-    return _direct_table(position_array, d_model, base=base, layout=layout, dtype=dtype)
+    return _direct_table(position_array, d_model, base=base, layout=layout, dtype=dtype, n_threads=n_threads)
 
 
 def _direct_table(positions, d_model, *, base, layout, dtype, n_threads=None):
