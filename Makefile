@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 export SOURCE_DATE_EPOCH
 
-.PHONY: venv book test unit notebooks bench check-site check-reproducible clean
+.PHONY: venv book test lint unit notebooks bench check-site check-reproducible clean
 
 venv: $(STAMP)
 
@@ -38,6 +38,11 @@ book: $(STAMP) $(KERNEL_CONFIG)
 	$(BIN)/jupyter-book build --all -W -n --keep-going . || { cat _build/html/reports/*.log 2>/dev/null; exit 1; }
 	@echo "Open _build/html/index.html"
 
+# ruff (configured in pyproject.toml; notebooks/ruff.toml formats chapters to 80 columns).
+lint: $(STAMP)
+	$(BIN)/ruff check posenc tests notebooks
+	$(BIN)/ruff format --check posenc tests notebooks
+
 unit: $(STAMP)
 	$(BIN)/python -m pytest --doctest-modules posenc tests
 
@@ -49,7 +54,7 @@ bench: $(STAMP)
 	$(BIN)/python -m posenc.bench
 
 # tests/test_notebook_sources.py (in `unit`) checks that every notebook is stripped and in _toc.yml.
-test: unit notebooks book
+test: lint unit notebooks book
 
 # The built book in Debian's headless Chromium (/usr/bin/chromium; see README.md): first the checker's own
 # tests on a tiny broken site, then every page of _build/html (run `make book` or `make test` before).

@@ -72,3 +72,48 @@ def test_assert_cells_are_hidden_from_readers(path):
 def test_chapter_has_one_imports_cell(path):
     importing = [source(cell)[:60] for cell in code_cells(path) if IMPORT_LINE.search(source(cell))]
     assert len(importing) == 1, f"{path.name}: imports in {len(importing)} cells: {importing}"
+
+
+MAX_VISIBLE_COLUMNS = 80
+"""Width of the code a reader sees without scrolling sideways in the book's theme."""
+
+HIDDEN_INPUT_TAGS = {"remove-input", "remove-cell"}
+
+
+def wide_visible_lines(path, width=MAX_VISIBLE_COLUMNS):
+    """``(cell index, line)`` for every line wider than ``width`` in a code cell whose input readers see."""
+    return [
+        (index, line)
+        for index, cell in enumerate(code_cells(path))
+        if not HIDDEN_INPUT_TAGS & set(cell["metadata"].get("tags", []))
+        for line in source(cell).splitlines()
+        if len(line) > width
+    ]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda path: path.name)
+def test_visible_code_fits_in_80_columns(path):
+    """Code readers see never scrolls sideways; hidden assert cells are exempt."""
+    wide = wide_visible_lines(path)
+    assert wide == [], f"{path.name}: visible code lines over {MAX_VISIBLE_COLUMNS} columns: {wide}"
+
+
+def test_the_width_check_sees_a_wide_visible_line_and_ignores_hidden_ones(tmp_path):
+    cells = [
+        {"cell_type": "code", "metadata": {}, "source": ["x = 1  # " + "w" * 80], "outputs": []},
+        {"cell_type": "code", "metadata": {"tags": ["remove-input"]}, "source": ["assert 1, '" + "h" * 90 + "'"]},
+    ]
+    notebook = tmp_path / "wide.ipynb"
+    notebook.write_text(json.dumps({"cells": cells}))
+    assert [index for index, _ in wide_visible_lines(notebook)] == [0]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda path: path.name)
+def test_a_chapter_with_failing_cells_shows_only_the_call_and_the_message(path):
+    """A ``raises-exception`` cell shows the error line, not a traceback through posenc: ``%xmode Minimal``."""
+    cells = code_cells(path)
+    if any("raises-exception" in cell["metadata"].get("tags", []) for cell in cells):
+        importing = [cell for cell in cells if IMPORT_LINE.search(source(cell))]
+        assert importing and re.search(r"^%xmode Minimal$", source(importing[0]), re.MULTILINE), (
+            f"{path.name} has cells meant to fail: its imports cell must run %xmode Minimal"
+        )
