@@ -62,7 +62,7 @@ def _is_real(value) -> bool:
 
 
 def _scaling_real(scaling, key: str, *, minimum=None, strict: bool = False, optional: bool = False):
-    """``scaling[key]`` as a finite float ``>= minimum`` (``> minimum`` if ``strict``), or None if optional and absent."""
+    """``scaling[key]`` as a finite float ``>= minimum`` (``> minimum`` if ``strict``); None if optional and absent."""
     value = scaling.get(key)
     if value is None and optional:
         return None
@@ -150,7 +150,8 @@ def _parse_scaling(scaling, base: float | None = None) -> dict:
         beta_slow = 1.0 if beta_slow is None else beta_slow
         if beta_fast < beta_slow:
             raise ValueError(
-                f"scaling['beta_fast'] must be >= scaling['beta_slow'] (defaults 32 and 1), got {beta_fast} < {beta_slow}"
+                f"scaling['beta_fast'] must be >= scaling['beta_slow'] (defaults 32 and 1), "
+                f"got {beta_fast} < {beta_slow}"
             )
         parsed.update(beta_fast=beta_fast, beta_slow=beta_slow)
         for key in ("mscale", "mscale_all_dim"):
@@ -197,8 +198,9 @@ def _frequencies(head_dim: int, base: float, parsed: dict, seq_len: float | None
     if rope_type == "dynamic":
         trained = parsed["original_max_position_embeddings"]
         length = trained if seq_len is None else max(seq_len, trained)
-        factor = parsed["factor"]
-        base = base * (factor * length / trained - (factor - 1.0)) ** (head_dim / (head_dim - 2))
+        factor = np.float64(parsed["factor"])
+        with np.errstate(over="ignore"):  # an absurd factor or length sends the base to inf: frequencies -> 0
+            base = base * (factor * length / trained - (factor - 1.0)) ** (head_dim / (head_dim - 2))
     inv_freq = 1.0 / base**exponents
     if rope_type in ("default", "dynamic"):
         return inv_freq
@@ -208,7 +210,8 @@ def _frequencies(head_dim: int, base: float, parsed: dict, seq_len: float | None
     trained = parsed["original_max_position_embeddings"]
     if rope_type == "llama3":
         low, high = parsed["low_freq_factor"], parsed["high_freq_factor"]
-        wavelength = 2 * math.pi / inv_freq
+        with np.errstate(over="ignore"):  # a base near the float64 limit: an infinite wavelength is interpolated
+            wavelength = 2 * math.pi / inv_freq
         smooth = (trained / wavelength - low) / (high - low)
         result = np.where(wavelength > trained / low, inv_freq / factor, inv_freq)
         medium = (wavelength >= trained / high) & (wavelength <= trained / low)
@@ -291,7 +294,8 @@ def rotary_frequencies(head_dim, *, base=10000.0, scaling=None, seq_len=None):
       :math:`r_i < \beta_{slow}` become :math:`\theta_i / s`, and a linear ramp in the pair index joins them;
     - llama3: wavelengths :math:`\lambda_i = 2\pi/\theta_i` shorter than ``L / high_freq_factor`` keep
       :math:`\theta_i`, longer than ``L / low_freq_factor`` become :math:`\theta_i / s`, and in between
-      :math:`(1 - g)\,\theta_i / s + g\,\theta_i` with :math:`g = (L/\lambda_i - \text{low}) / (\text{high} - \text{low})`.
+      :math:`(1 - g)\,\theta_i / s + g\,\theta_i` with
+      :math:`g = (L/\lambda_i - \text{low}) / (\text{high} - \text{low})`.
 
     The numbers are those of transformers' ``ROPE_INIT_FUNCTIONS`` (``modeling_rope_utils.py``, v5.23) and
     of ``LlamaRotaryEmbedding.compute_default_rope_parameters``, computed here in float64 where transformers
@@ -355,7 +359,8 @@ def rotary_attention_factor(scaling):
 
     Examples
     --------
-    >>> round(rotary_attention_factor({"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 4096}), 6)
+    >>> yarn = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 4096}
+    >>> round(rotary_attention_factor(yarn), 6)
     1.138629
     >>> rotary_attention_factor(None)
     1.0
@@ -448,8 +453,9 @@ def rotate(x, positions, *, base=10000.0, layout="interleaved", scaling=None):
     first, second = _pair_indices(layout, head_dim)
     a, b = array[..., first], array[..., second]
     rotated = np.empty(array.shape, dtype=np.float64)
-    rotated[..., first] = a * cosines - b * sines
-    rotated[..., second] = a * sines + b * cosines
+    with np.errstate(invalid="ignore", over="ignore"):  # inf or nan in x propagate, as in any product
+        rotated[..., first] = a * cosines - b * sines
+        rotated[..., second] = a * sines + b * cosines
     return rotated
 
 

@@ -7,6 +7,7 @@ computation, and kept in a small cache keyed on everything that determines them.
 
 from __future__ import annotations
 
+import math
 import numbers
 from collections import OrderedDict
 
@@ -114,7 +115,7 @@ class RotaryEmbedding(nn.Module):
         return _frequencies(self.head_dim, self.base, self._scaling, seq_len)
 
     def _build_table(self, positions: np.ndarray, device: torch.device, dtype: torch.dtype) -> torch.Tensor:
-        """The rotation table of float64 ``positions``: complex ``(seq, head_dim // 2)`` or ``(2, seq, head_dim // 2)``."""
+        """The table of float64 ``positions``: complex ``(seq, half)``, or cos and sin stacked ``(2, seq, half)``."""
         inv_freq = self._inv_freq
         if inv_freq is None:  # dynamic: the frequencies depend on the length of this call
             inv_freq = self._frequencies(float(positions.max()) + 1.0 if len(positions) else None)
@@ -178,7 +179,7 @@ class RotaryEmbedding(nn.Module):
         # half-width updates touch every cache line of x and of the result, so they run on blocks of about
         # _BLOCK_BYTES that stay in cache between the three passes.
         seq, head_dim = x.shape[-2], x.shape[-1]
-        rows = x.reshape(-1, seq, head_dim)
+        rows = x.reshape(math.prod(x.shape[:-2]), seq, head_dim)
         rotated = torch.empty(rows.shape, dtype=x.dtype, device=x.device)
         both_cosines = torch.cat((cosines, cosines), dim=-1)
         block_rows = max(1, _BLOCK_BYTES // (head_dim * x.element_size()))
