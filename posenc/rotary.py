@@ -201,7 +201,7 @@ def _frequencies(head_dim: int, base: float, parsed: dict, seq_len: float | None
         factor = np.float64(parsed["factor"])
         with np.errstate(over="ignore"):  # an absurd factor or length sends the base to inf: frequencies -> 0
             base = base * (factor * length / trained - (factor - 1.0)) ** (head_dim / (head_dim - 2))
-    inv_freq = 1.0 / base**exponents
+    inv_freq = base**-exponents  # bit for bit posenc.frequencies(head_dim, base=base)
     if rope_type in ("default", "dynamic"):
         return inv_freq
     factor = parsed["factor"]
