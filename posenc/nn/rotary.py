@@ -71,9 +71,10 @@ class RotaryEmbedding(nn.Module):
 
     *Scalings.* For ``"yarn"`` the result is multiplied by :func:`posenc.rotary_attention_factor`, as
     transformers multiplies its cos and sin. For ``"dynamic"`` the frequencies of each call are those of
-    the length ``max(position) + 1`` of that call (transformers' ``dynamic_rope_update`` uses the largest
-    length seen so far instead): keys cached at an earlier, shorter length were rotated with other
-    frequencies, an inconsistency of dynamic scaling itself.
+    the length ``max(position) + 1`` of that call; transformers' ``dynamic_rope_update`` keeps those of the
+    largest length seen so far, until a call within the trained length resets them. Either way, keys cached
+    at an earlier, shorter length were rotated with other frequencies than later queries: an inconsistency
+    of dynamic scaling itself.
 
     References
     ----------
