@@ -36,7 +36,7 @@ The rotary section rotates one float32 tensor of shape (1, 16, 4096, 64) at posi
 transformers' ``apply_rotary_pos_emb`` (its per-tensor body, with cos/sin precomputed by its Llama model),
 rotary-embedding-torch, a complex multiplication by a float64-accurate table, the same with Meta's float32-angle
 table, and :class:`posenc.nn.RotaryEmbedding` in both layouts, against ``x.clone()``: the medians of
-round-robin runs, each approach's error against the float64 rotation (:func:`posenc.rotate`), the errors at
+runs in shuffled rounds, each approach's error against the float64 rotation (:func:`posenc.rotate`), the errors at
 positions up to 2**20, and a bfloat16 check.
 """
 
@@ -48,6 +48,7 @@ import json
 import math
 import os
 import platform
+import random
 import statistics
 import sys
 import time
@@ -552,16 +553,18 @@ def check_rotary_shape(shape) -> tuple[int, ...]:
     return shape
 
 
-def run_rotary(shape=ROTARY_SHAPE, *, repeats: int = 15, long_rows: int = 512, progress: bool = True) -> dict:
+def run_rotary(shape=ROTARY_SHAPE, *, repeats: int = 51, long_rows: int = 512, progress: bool = True) -> dict:
     """Benchmark the rotary approaches on one float32 tensor; return times, ratios, errors and the checks.
 
     Parameters
     ----------
     shape : tuple of int, default (1, 16, 4096, 64)
         ``(..., seq, head_dim)`` of the rotated tensor.
-    repeats : int, default 15
-        Timed calls per approach, taken round-robin (one call of each approach in turn) so that a slow moment of
-        a shared machine hits every approach alike; the median is reported.
+    repeats : int, default 51
+        Timed calls per approach, in rounds of one call of each approach, in an order shuffled every round (from
+        a fixed seed): a slow moment of a shared machine then hits every approach alike, and no approach always
+        runs right after the same other one (which would inherit its freed memory, or its cache pollution). The
+        median is reported.
     long_rows : int, default 512
         Rows of the error check at large positions: positions ``2**20 - long_rows`` to ``2**20 - 1``.
     progress : bool, default True
@@ -586,12 +589,16 @@ def run_rotary(shape=ROTARY_SHAPE, *, repeats: int = 15, long_rows: int = 512, p
     positions = np.arange(shape[-2], dtype=np.float64)
     approaches = rotary_approaches(x)
 
-    log(f"rotary {shape}: warm-up, then {repeats} round-robin runs of {len(approaches)} approaches")
+    log(f"rotary {shape}: warm-up, then {repeats} rounds of {len(approaches)} approaches in shuffled order")
     times: dict[str, list[float]] = {name: [] for name in approaches}
     for call, _ in approaches.values():
         call()
+    order = list(approaches)
+    shuffler = random.Random(0)  # a fixed sequence of orders, so that runs are comparable
     for _ in range(repeats):
-        for name, (call, _) in approaches.items():
+        shuffler.shuffle(order)
+        for name in order:
+            call = approaches[name][0]
             began = time.perf_counter()
             call()
             times[name].append(time.perf_counter() - began)
@@ -667,7 +674,7 @@ def format_rotary_report(rotary: dict) -> str:
     shape = " x ".join(str(size) for size in rotary["shape"])
     lines = [
         f"Rotating one float32 tensor of shape {shape} (batch, heads, seq, head_dim) at positions 0 .., "
-        f"median of {rotary['approaches'][0]['runs']} round-robin runs",
+        f"median of {rotary['approaches'][0]['runs']} runs in shuffled rounds",
         "",
         "| approach | ms | x x.clone() | transformers / this | max abs error vs float64 |",
         "| --- | ---: | ---: | ---: | ---: |",
