@@ -261,11 +261,15 @@ def test_erratum_15_the_paper_bounds_the_wavelength_it_does_not_reach_frequency_
     """Note 001: "The original authors choose a minimum frequency of 1/10,000".
 
     The paper says the wavelengths "form a geometric progression from 2 pi to 10000 · 2 pi" (§3.5). The
-    longest wavelength used, 2 pi · 10000^((d-2)/d), stays below 10000 · 2 pi: frequency 1/10000 is a
-    bound, not reached. (tensor2tensor's spacing does reach it; the paper's formula does not.)
+    longest wavelength used, 2 pi · 10000^((d-2)/d), stays below 10000 · 2 pi, so the angular frequencies
+    stay above 1/10000: it is a lower bound, not reached, approached as d_model grows. (tensor2tensor's
+    spacing does reach it; the paper's formula does not.)
     """
-    longest = 2 * np.pi / frequencies(d_model).min()
+    omega = frequencies(d_model)
+    longest = 2 * np.pi / omega.min()
     assert 2 * np.pi <= longest < 10000 * 2 * np.pi
+    assert np.all(omega > 1e-4)  # a lower bound on the frequencies, never reached
+    assert omega.min() == pytest.approx(1e-4 * 10000 ** (2 / d_model), rel=1e-12)
     assert longest == pytest.approx(2 * np.pi * 10000 ** ((d_model - 2) / d_model), rel=1e-12)
     n = d_model // 2
     if n > 1:  # tensor2tensor: log-spaced timescales from 1 to 1e4 inclusive
