@@ -87,8 +87,9 @@ def largest_error_of_best_linear_shift(make_table, offset, positions):
 def test_erratum_01_without_feature_identity_attention_cannot_tell_columns_apart():
     """Note 001: PE is "not important for tabular data, as the ordering of features is invariant".
 
-    Because attention is order-invariant, a model whose tokens carry no feature identity gives the same
-    prediction for any reordering of a row's values: it cannot tell which column holds which value.
+    Because unmasked attention is permutation-equivariant and the [CLS] readout then order-invariant, a
+    model whose tokens carry no feature identity gives the same prediction for any reordering of a row's
+    values: it cannot tell which column holds which value.
     Per-feature parameters (FT-Transformer's W_j and b_j) are what make columns distinguishable.
     """
     torch.manual_seed(0)
@@ -357,7 +358,8 @@ def test_erratum_21_position_information_is_needed_because_attention_ignores_ord
     recurrence or convolutions".
 
     The paper argues the other way round: the model has no recurrence or convolution, so position must be
-    injected (§3.5). Self-attention alone is permutation-equivariant; adding the encoding breaks that.
+    injected (§3.5). Unmasked self-attention alone (the paper's encoder) is permutation-equivariant; adding
+    the encoding breaks that. (A causal mask breaks it too, which this test does not use.)
     """
     torch.manual_seed(0)
     attention = nn.MultiheadAttention(8, 2, batch_first=True).eval()
