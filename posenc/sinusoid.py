@@ -258,8 +258,9 @@ def sinusoidal(
     layout : {"interleaved", "cos_first", "halves"}, default "interleaved"
         Where the sine and cosine of pair ``i`` go. ``"interleaved"`` is the paper's: sine in column
         ``2i``, cosine in ``2i + 1``. ``"cos_first"`` swaps each pair (cosine in ``2i``), as Kernes' code
-        does. ``"halves"`` puts all sines first and all cosines after, ``[sin | cos]``, as tensor2tensor,
-        fairseq and the TensorFlow tutorial do (with the paper's frequencies here; see Notes).
+        does. ``"halves"`` puts all sines first and all cosines after, ``[sin | cos]``, as the TensorFlow
+        tutorial does; tensor2tensor and fairseq use that order too, but with other frequencies (see
+        Notes).
     dtype : floating dtype, default np.float32
         Dtype of the returned table.
     start, step : float, default 0.0 and 1.0
@@ -323,8 +324,11 @@ def sinusoidal(
     Float64 and wider tables, and position arrays that are not evenly spaced, take the direct path:
     float64 angles, ``np.sin`` and ``np.cos``, in blocks of rows, on two threads for large tables.
 
-    tensor2tensor's ``get_timing_signal_1d`` uses the ``"halves"`` layout but spaces its frequencies so
-    that the last is exactly ``1 / base``; this function keeps the paper's frequencies in every layout.
+    tensor2tensor's ``get_timing_signal_1d`` and fairseq's ``SinusoidalPositionalEmbedding`` use the
+    ``"halves"`` layout but space their frequencies by ``log(base) / (d_model // 2 - 1)``, so that the last
+    is exactly ``1 / base``; fairseq also numbers positions from ``padding_idx + 1``, zeroes the padding row
+    and pads an odd width with a zero column. Their tables are therefore not column permutations of this
+    one, which keeps the paper's frequencies in every layout and numbers positions from 0.
 
     References
     ----------

@@ -87,8 +87,9 @@ def largest_error_of_best_linear_shift(make_table, offset, positions):
 def test_erratum_01_without_feature_identity_attention_cannot_tell_columns_apart():
     """Note 001: PE is "not important for tabular data, as the ordering of features is invariant".
 
-    Because attention is order-invariant, a model whose tokens carry no feature identity gives the same
-    prediction for any reordering of a row's values: it cannot tell which column holds which value.
+    Because unmasked attention is permutation-equivariant and the [CLS] readout then order-invariant, a
+    model whose tokens carry no feature identity gives the same prediction for any reordering of a row's
+    values: it cannot tell which column holds which value.
     Per-feature parameters (FT-Transformer's W_j and b_j) are what make columns distinguishable.
     """
     torch.manual_seed(0)
@@ -243,6 +244,21 @@ def test_erratum_13_dyadic_dials_waste_two_columns_and_repeat():
     assert np.abs(table[period:] - table[:-period]).max(axis=1).min() > 1e-3
 
 
+def test_erratum_13_the_paper_keeps_frequency_1_and_spreads_the_others_below_it():
+    """Note 001: "We can lower all of the frequencies, and in this way keep ourselves far away from the
+    boundary."
+
+    The paper does not lower all of them: pair 0 keeps frequency 1 (wavelength 2 pi) at every width, and on
+    its own it comes back within 1e-4 of its start at position 710 (710 ~ 113 * 2 pi). The spread of the
+    other frequencies is what keeps the whole row away: at 710 it is more than 9 from row 0.
+    """
+    for d_model in (2, 16, 128, 512, 4096):
+        assert frequencies(d_model)[0] == 1.0
+    rows = table64([0.0, 710.0], 128)
+    assert np.abs(rows[1, :2] - rows[0, :2]).max() < 1e-4
+    assert np.linalg.norm(rows[1] - rows[0]) > 9.0
+
+
 @pytest.mark.parametrize("d_model", [4, 128, 512])
 def test_erratum_14_column_index_never_reaches_d_model(d_model):
     """Note 001: for sin(x_i w0^(j/d_model)), "j=d_model gives the smallest" frequency, w0.
@@ -261,11 +277,15 @@ def test_erratum_15_the_paper_bounds_the_wavelength_it_does_not_reach_frequency_
     """Note 001: "The original authors choose a minimum frequency of 1/10,000".
 
     The paper says the wavelengths "form a geometric progression from 2 pi to 10000 · 2 pi" (§3.5). The
-    longest wavelength used, 2 pi · 10000^((d-2)/d), stays below 10000 · 2 pi: frequency 1/10000 is a
-    bound, not reached. (tensor2tensor's spacing does reach it; the paper's formula does not.)
+    longest wavelength used, 2 pi · 10000^((d-2)/d), stays below 10000 · 2 pi, so the angular frequencies
+    stay above 1/10000: it is a lower bound, not reached, approached as d_model grows. (tensor2tensor's
+    spacing does reach it; the paper's formula does not.)
     """
-    longest = 2 * np.pi / frequencies(d_model).min()
+    omega = frequencies(d_model)
+    longest = 2 * np.pi / omega.min()
     assert 2 * np.pi <= longest < 10000 * 2 * np.pi
+    assert np.all(omega > 1e-4)  # a lower bound on the frequencies, never reached
+    assert omega.min() == pytest.approx(1e-4 * 10000 ** (2 / d_model), rel=1e-12)
     assert longest == pytest.approx(2 * np.pi * 10000 ** ((d_model - 2) / d_model), rel=1e-12)
     n = d_model // 2
     if n > 1:  # tensor2tensor: log-spaced timescales from 1 to 1e4 inclusive
@@ -288,6 +308,26 @@ def test_erratum_16_frequencies_decrease_and_pairs_share_them_so_a_shift_is_line
     assert paper_error < 1e-9 and note_error > 0.1
     shifted = table64(positions, 16) @ translation_matrix(5.0, 16)
     np.testing.assert_allclose(shifted, table64(positions + 5.0, 16), rtol=0, atol=1e-9)
+
+
+def test_erratum_16_monotone_frequencies_do_not_make_a_monotone_encoding():
+    """Note 001: the exponential frequencies are chosen "to achieve the monotonicity criteria".
+
+    The frequencies are monotone (they fall along the row), but the encoding is not monotone in the
+    position: every column oscillates, and the distance |PE(k) - PE(0)| falls at almost half of the steps
+    k -> k + 1 up to 2048 for d_model = 128.
+    """
+    assert np.all(np.diff(frequencies(128)) < 0)
+    table = table64(2049, 128)
+    for column in (0, 1, 63, 64):  # fast and medium columns turn back over 2048 positions
+        steps = np.diff(table[:, column])
+        assert (steps > 0).any() and (steps < 0).any()
+    distance = np.linalg.norm(table[1:] - table[0], axis=1)
+    falls = int((np.diff(distance) < 0).sum())
+    assert 0.4 * 2047 < falls < 0.5 * 2047
+    # the same steps seen through the dot product: it rises exactly where the distance falls
+    dots = table[1:] @ table[0]
+    np.testing.assert_array_equal(np.diff(dots) > 0, np.diff(distance) < 0)
 
 
 def test_erratum_18_the_number_of_frequencies_is_half_d_model_not_the_sequence_length():
@@ -353,7 +393,8 @@ def test_erratum_21_position_information_is_needed_because_attention_ignores_ord
     recurrence or convolutions".
 
     The paper argues the other way round: the model has no recurrence or convolution, so position must be
-    injected (§3.5). Self-attention alone is permutation-equivariant; adding the encoding breaks that.
+    injected (§3.5). Unmasked self-attention alone (the paper's encoder) is permutation-equivariant; adding
+    the encoding breaks that. (A causal mask breaks it too, which this test does not use.)
     """
     torch.manual_seed(0)
     attention = nn.MultiheadAttention(8, 2, batch_first=True).eval()
@@ -464,6 +505,37 @@ def test_erratum_28_float32_angles_lose_accuracy_at_large_positions():
     assert ours_error <= 2**-24 + 1e-12
 
 
+def note_001_tensorflow_code_in_numpy(positions, d_model, min_freq=1e-4):
+    """Note 001's TensorFlow version, op for op in NumPy float32 (TensorFlow is not a dependency)."""
+    position = np.asarray(positions, dtype=np.float32)  # tf.range(max_position, dtype=tf.float32)
+    mask = np.arange(d_model)
+    sin_mask = (mask % 2).astype(np.float32)
+    cos_mask = 1 - sin_mask
+    exponent = (2 * (mask // 2)).astype(np.float32) / np.float32(d_model)
+    freqs = np.float32(min_freq) ** exponent
+    angles = np.einsum("i,j->ij", position, freqs)
+    return np.cos(angles) * cos_mask + np.sin(angles) * sin_mask
+
+
+def test_erratum_28_note_001_tensorflow_version_forms_float32_angles_too():
+    """Note 001's TensorFlow code: position = tf.range(max_position, dtype=tf.float32), einsum with freqs.
+
+    Its angles are float32 products, so near position 1e5 it is off by more than 1e-3, like note 004's
+    torch code; its NumPy version works in float64. posenc's float32 table is accurate to float32 rounding.
+    """
+    positions = [1e5, 1e5 + 1, 123456.0, 131071.0]
+    exact = table64(np.array(positions), 512, layout="cos_first")
+    note_table = note_001_tensorflow_code_in_numpy(positions, 512)
+    assert note_table.dtype == np.float32
+    assert np.abs(note_table - exact).max() > 1e-3
+    ours = sinusoidal(np.array(positions), 512, layout="cos_first").astype(np.float64)
+    assert np.abs(ours - exact).max() <= 2**-24 + 1e-12
+    # at small positions the same code is the cosine-first table to float32 rounding
+    small = note_001_tensorflow_code_in_numpy(range(64), 512)
+    assert np.abs(small - table64(64, 512, layout="cos_first")).max() < 1e-5
+    np.testing.assert_allclose(note_001_numpy_code(64, 512), table64(64, 512, layout="cos_first"), atol=1e-12)
+
+
 class _Note004Module(nn.Module):
     """Note 004's table kept as ``self.pos_enc = torch.zeros(...)``: a plain attribute."""
 
@@ -496,3 +568,38 @@ def test_erratum_30_sines_fill_even_dimensions_not_even_positions():
     angles = np.multiply.outer(positions, frequencies(8))
     np.testing.assert_allclose(table[1::2, 0::2], np.sin(angles[1::2]), rtol=0, atol=1e-15)
     np.testing.assert_allclose(table[0::2, 1::2], np.cos(angles[0::2]), rtol=0, atol=1e-15)
+
+
+# --- Found on a second reading -------------------------------------------------------------------------
+
+NOTE_001_NUMPY_CODE_AS_STORED = """def positional_encoding(max_position, d_model, min_freq=1e-4):
+
+position = np.arange(max_position)
+
+freqs = min_freq**(2*(np.arange(d_model)//2)/d_model)
+
+pos_enc = position.reshape(-1,1)*freqs.reshape(1,-1)
+
+pos_enc[:, ::2] = np.cos(pos_enc[:, ::2])
+
+pos_enc[:, 1::2] = np.sin(pos_enc[:, 1::2])
+
+return pos_enc
+"""
+
+
+def test_erratum_32_note_001_code_as_stored_is_not_valid_python():
+    """Note 001, lines 81-93: the NumPy function with its body in column 0, as the note stores it.
+
+    As stored it does not compile (IndentationError); with its body indented one level it computes the
+    cosine-first table of posenc to rounding.
+    """
+    with pytest.raises(IndentationError):
+        compile(NOTE_001_NUMPY_CODE_AS_STORED, "note_001", "exec")
+    header, *body = NOTE_001_NUMPY_CODE_AS_STORED.splitlines()
+    indented = "\n".join([header] + [("    " + line) if line else line for line in body])
+    namespace = {"np": np}
+    exec(compile(indented, "note_001", "exec"), namespace)
+    table = namespace["positional_encoding"](256, 128)
+    assert np.abs(table - table64(256, 128, layout="cos_first")).max() < 1e-12
+    assert np.abs(table - table64(256, 128)).max() > 0.5  # and it is not the paper's layout (entry 19)
