@@ -2,7 +2,8 @@
 
 Serves a built HTML site on an ephemeral 127.0.0.1 port, drives Debian's headless Chromium
 (``/usr/bin/chromium``) with Playwright (no downloaded browser), and visits every page the table of
-contents produces. A page passes when it
+contents produces, each in a fresh browser context (nothing cached, no icon remembered: a reader's first
+visit). A page passes when it
 
 * loads (HTTP 200), logs no console error and raises no page error;
 * requests nothing from any host but the local server (such requests are counted, and fail: the browser's
@@ -274,6 +275,9 @@ async () => {
 """
 
 
+_SEARCH_FINISHED_JS = '() => (document.querySelector("#search-results h2") || {}).innerText === "Search Results"'
+
+
 def check_pages(
     html_dir: Path,
     pages: list[str],
@@ -303,15 +307,18 @@ def check_pages(
             headless=True,
             args=[*CHROMIUM_ARGS, f"--proxy-server=http://127.0.0.1:{no_proxy}"],
         )
-        context = browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
-        current: dict[str, PageReport] = {}
+        local = (server.origin + "/", "data:", "blob:")
 
-        def record_remote(request):
-            url = request.url
-            if not url.startswith((server.origin + "/", "data:", "blob:")):
-                current["report"].remote_requests.append(url)
+        def first_visit(remote_requests: list[str]):
+            """A page in a fresh browser context (no cache, no remembered icon), as on a reader's first visit;
+            its requests to other hosts go into ``remote_requests``."""
+            context = browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
+            context.on(
+                "request",
+                lambda request: None if request.url.startswith(local) else remote_requests.append(request.url),
+            )
+            return context.new_page()
 
-        context.on("request", record_remote)
         anchors = _AnchorIndex(server.origin)
         icon_problem = functools.cache(_icon_problem)
         root_icon = icon_problem(f"{server.origin}/favicon.ico")
@@ -320,8 +327,7 @@ def check_pages(
         urls = [f"{server.origin}/{page}" for page in pages]
         for index, page_path in enumerate(pages):
             report = PageReport(page_path)
-            current["report"] = report
-            page = context.new_page()
+            page = first_visit(report.remote_requests)
             page.on(
                 "console",
                 lambda msg, r=report: r.console_errors.append(_console_text(msg)) if msg.type == "error" else None,
@@ -335,7 +341,7 @@ def check_pages(
                 facts = page.evaluate(_PAGE_FACTS_JS)
             except PlaywrightError as error:
                 report.failures.append(f"page did not load: {error.message.splitlines()[0]}")
-                page.close()
+                page.context.close()
                 reports.append(report)
                 continue
             report.failed_local_requests = server.new_failures()
@@ -365,12 +371,12 @@ def check_pages(
                     path=str(screenshot_dir / (page_path.replace("/", "__").removesuffix(".html") + ".png")),
                     full_page=True,
                 )
-            page.close()
+            page.context.close()
             reports.append(report)
 
         if search_word is not None:
-            current["report"] = PageReport("search.html")
-            page = context.new_page()
+            search_remote: list[str] = []
+            page = first_visit(search_remote)
             page.on(
                 "console",
                 lambda msg: (
@@ -381,7 +387,8 @@ def check_pages(
             )
             page.goto(f"{server.origin}/search.html?q={urllib.parse.quote(search_word)}", wait_until="load")
             try:
-                page.wait_for_selector("#search-results ul.search li", timeout=PAGE_TIMEOUT_MS)
+                # Results appear one by one; Sphinx's searchtools.js retitles the list when it has shown them all.
+                page.wait_for_function(_SEARCH_FINISHED_JS, timeout=PAGE_TIMEOUT_MS)
                 hits = page.locator("#search-results ul.search li").count()
             except PlaywrightError:
                 hits = 0
@@ -389,13 +396,12 @@ def check_pages(
                 site_failures.append(f"searching for {search_word!r} listed no result")
             else:
                 print(f"search for {search_word!r}: {hits} results")
-            if current["report"].remote_requests:
-                site_failures.append(f"search page requested {current['report'].remote_requests}")
-            page.close()
+            if search_remote:
+                site_failures.append(f"search page requested {search_remote}")
+            page.context.close()
         _report_late_failures(reports, server.new_failures())
         if search_word is not None:
             site_failures += [f"search page: local request failed: {text}" for text in server.new_failures()]
-        context.close()
         browser.close()
     return reports, site_failures
 
