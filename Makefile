@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 export SOURCE_DATE_EPOCH
 
-.PHONY: venv book test lint unit notebooks bench check-site check-reproducible clean
+.PHONY: venv book test lint unit notebooks bench favicon check-site check-reproducible clean
 
 venv: $(STAMP)
 
@@ -40,8 +40,8 @@ book: $(STAMP) $(KERNEL_CONFIG)
 
 # ruff (configured in pyproject.toml; notebooks/ruff.toml formats chapters to 80 columns).
 lint: $(STAMP)
-	$(BIN)/ruff check posenc tests notebooks
-	$(BIN)/ruff format --check posenc tests notebooks
+	$(BIN)/ruff check posenc tests notebooks book/draw_favicon.py
+	$(BIN)/ruff format --check posenc tests notebooks book/draw_favicon.py
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest --doctest-modules posenc tests
@@ -52,6 +52,10 @@ notebooks: $(STAMP) $(KERNEL_CONFIG)
 # Time posenc.sinusoidal against the usual implementations (about two minutes; not part of `test`).
 bench: $(STAMP)
 	$(BIN)/python -m posenc.bench
+
+# Redraw the site's icon, book/site_root/favicon.ico (committed; tests/test_favicon.py checks it matches).
+favicon: $(STAMP)
+	$(BIN)/python book/draw_favicon.py
 
 # tests/test_notebook_sources.py (in `unit`) checks that every notebook is stripped and in _toc.yml.
 test: lint unit notebooks book

@@ -2,11 +2,16 @@
 
 Serves a built HTML site on an ephemeral 127.0.0.1 port, drives Debian's headless Chromium
 (``/usr/bin/chromium``) with Playwright (no downloaded browser), and visits every page the table of
-contents produces. A page passes when it
+contents produces, each in a fresh browser context (nothing cached, no icon remembered: a reader's first
+visit). A page passes when it
 
 * loads (HTTP 200), logs no console error and raises no page error;
-* requests nothing from any host but the local server (such requests are aborted and counted) and gets
-  no 4xx/5xx answer from it;
+* requests nothing from any host but the local server (such requests are counted, and fail: the browser's
+  only proxy is a closed local port) and gets no 4xx/5xx answer from it. The server itself records every
+  request the browser makes, because Playwright does not report all of them: Chromium's automatic request
+  for ``/favicon.ico`` reaches the server and the console but fires no Playwright request event;
+* has an icon: the ``<link rel="icon">`` it declares, or else ``/favicon.ico`` (what a browser then asks
+  for), answers 200 with an image;
 * has every math element typeset by MathJax (each ``.math`` element holds an ``mjx-container``, and no
   ``mjx-merror`` node exists);
 * has every image decoded (``naturalWidth > 0``);
@@ -15,7 +20,12 @@ contents produces. A page passes when it
   previous/next links of the TOC order and, for a notebook, a download link to its ``.ipynb``.
 
 It prints one row per page, saves a full-page screenshot of each page (for a person to look at), and
-exits non-zero if any page fails. The site's search is checked too: searching a word must list results.
+exits non-zero if any page fails. Site-wide, ``/favicon.ico`` must answer with an image (browsers and
+other clients ask for it whether or not a page declares an icon), and the site's search must list results
+for a word.
+
+The browser's requests are deliberately not intercepted (no ``route``): with interception on, Chromium
+stops asking for ``/favicon.ico``, and the check would miss the 404 a reader's browser logs.
 
 Usage (from the repository root, after ``make book``)::
 
@@ -28,10 +38,12 @@ tiny broken site to show that each kind of failure is reported).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import html.parser
 import http.server
 import os
+import socket
 import sys
 import threading
 import urllib.error
@@ -56,6 +68,9 @@ CHROMIUM_ARGS = [
 ]
 ROOT = Path(__file__).resolve().parent.parent
 PAGE_TIMEOUT_MS = 30_000
+# The checker's own requests (links, anchors, icons) carry this User-Agent, so that the server's record of
+# failed requests holds only the browser's.
+CHECKER_AGENT = "posenc-site-check"
 
 
 @dataclass
@@ -68,6 +83,8 @@ class PageReport:
     page_errors: list[str] = field(default_factory=list)
     remote_requests: list[str] = field(default_factory=list)
     failed_local_requests: list[str] = field(default_factory=list)
+    icon: str | None = None
+    icon_ok: bool = False
     math_elements: int = 0
     math_typeset: int = 0
     math_errors: int = 0
@@ -96,12 +113,24 @@ class _IdCollector(html.parser.HTMLParser):
                 self.ids.add(value)
 
 
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+class _RecordingHandler(http.server.SimpleHTTPRequestHandler):
+    """Serves files quietly, recording ``(path, status)`` of every request except the checker's own."""
+
     def log_message(self, format, *args):  # noqa: A002 - the signature is http.server's
         pass
 
+    def log_request(self, code="-", size="-"):
+        if self.headers.get("User-Agent") != CHECKER_AGENT:
+            with self.server.requests_lock:
+                self.server.requests.append((self.path, int(code)))
+
 
 class _Server(http.server.ThreadingHTTPServer):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.requests: list[tuple[str, int]] = []
+        self.requests_lock = threading.Lock()
+
     def handle_error(self, request, client_address):
         """A browser that drops a connection mid-response (navigating on) is not an error of the site."""
         if isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
@@ -110,13 +139,23 @@ class _Server(http.server.ThreadingHTTPServer):
 
 
 class LocalServer:
-    """``http.server`` on 127.0.0.1 with an ephemeral port, serving ``root`` from a background thread."""
+    """``http.server`` on 127.0.0.1 with an ephemeral port, serving ``root`` from a background thread.
+
+    ``new_failures()`` returns the requests answered with a status >= 400 since its previous call.
+    """
 
     def __init__(self, root: Path):
-        handler = functools.partial(_QuietHandler, directory=str(root))
+        handler = functools.partial(_RecordingHandler, directory=str(root))
         self.httpd = _Server(("127.0.0.1", 0), handler)
         self.origin = f"http://127.0.0.1:{self.httpd.server_address[1]}"
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self._seen = 0
+
+    def new_failures(self) -> list[str]:
+        with self.httpd.requests_lock:
+            new = self.httpd.requests[self._seen :]
+            self._seen = len(self.httpd.requests)
+        return [f"{status} {path}" for path, status in new if status >= 400]
 
     def __enter__(self):
         self.thread.start()
@@ -128,12 +167,50 @@ class LocalServer:
         self.thread.join()
 
 
+@contextlib.contextmanager
+def _closed_port():
+    """A local TCP port that refuses connections (bound, never listening) for as long as the block runs."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield sock.getsockname()[1]
+
+
+def _console_text(message) -> str:
+    """A console message, with the URL it is about when the text alone does not name it."""
+    url = (message.location or {}).get("url")
+    if message.text.startswith("Failed to load resource") and url:
+        return f"{message.text} ({url})"
+    return message.text
+
+
 def _require_chromium() -> None:
     if not CHROMIUM.exists():
         raise SystemExit(
             f"site check: {CHROMIUM} not found. Install Debian's Chromium first "
             "(as root: apt-get update && apt-get install -y chromium); see README.md."
         )
+
+
+def _fetch(url: str) -> tuple[int | None, str, bytes]:
+    """``(status, Content-Type, body)`` of ``url`` as the checker, not the browser, gets it (status None: no answer)."""
+    request = urllib.request.Request(url, headers={"User-Agent": CHECKER_AGENT})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, response.headers.get("Content-Type", ""), response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.headers.get("Content-Type", ""), b""
+    except (urllib.error.URLError, OSError):
+        return None, "", b""
+
+
+def _icon_problem(url: str) -> str | None:
+    """``None`` if ``url`` answers 200 with a non-empty image, else what is wrong with it."""
+    status, content_type, body = _fetch(url)
+    if status != 200:
+        return f"answers {status}"
+    if not content_type.startswith("image/") or not body:
+        return f"is not an image (Content-Type {content_type!r}, {len(body)} bytes)"
+    return None
 
 
 class _AnchorIndex:
@@ -145,15 +222,12 @@ class _AnchorIndex:
 
     def _load(self, url: str) -> set[str] | None:
         if url not in self.ids:
-            try:
-                with urllib.request.urlopen(url, timeout=10) as response:
-                    body = response.read()
-                    is_html = "html" in response.headers.get("Content-Type", "")
-            except (urllib.error.URLError, OSError):
+            status, content_type, body = _fetch(url)
+            if status != 200:
                 self.ids[url] = None
                 return None
             collector = _IdCollector()
-            if is_html:
+            if "html" in content_type:
                 collector.feed(body.decode("utf-8", errors="replace"))
             self.ids[url] = collector.ids
         return self.ids[url]
@@ -193,11 +267,15 @@ async () => {
       href: a.href, raw: a.getAttribute("href"), in_article: article.contains(a), classes: a.className,
     })),
     ids: [...document.querySelectorAll("[id]")].map(el => el.id),
+    icons: [...document.querySelectorAll('link[rel~="icon" i]')].map(link => link.href),
     prev: (document.querySelector("a.left-prev") || {}).href || null,
     next: (document.querySelector("a.right-next") || {}).href || null,
   };
 }
 """
+
+
+_SEARCH_FINISHED_JS = '() => (document.querySelector("#search-results h2") || {}).innerText === "Search Results"'
 
 
 def check_pages(
@@ -221,36 +299,41 @@ def check_pages(
     _require_chromium()
     reports: list[PageReport] = []
     site_failures: list[str] = []
-    with LocalServer(html_dir) as server, sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
-        context = browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
-        current: dict[str, PageReport] = {}
+    with LocalServer(html_dir) as server, _closed_port() as no_proxy, sync_playwright() as playwright:
+        # Every request to another host goes to a proxy that refuses connections, so it fails without leaving
+        # the machine; Chromium never proxies loopback, so the local server is reached directly.
+        browser = playwright.chromium.launch(
+            executable_path=str(CHROMIUM),
+            headless=True,
+            args=[*CHROMIUM_ARGS, f"--proxy-server=http://127.0.0.1:{no_proxy}"],
+        )
+        local = (server.origin + "/", "data:", "blob:")
 
-        def route(route_request):
-            url = route_request.request.url
-            if url.startswith(server.origin + "/") or url.startswith("data:") or url.startswith("blob:"):
-                route_request.continue_()
-            else:
-                current["report"].remote_requests.append(url)
-                route_request.abort()
+        def first_visit(remote_requests: list[str]):
+            """A page in a fresh browser context (no cache, no remembered icon), as on a reader's first visit;
+            its requests to other hosts go into ``remote_requests``."""
+            context = browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
+            context.on(
+                "request",
+                lambda request: None if request.url.startswith(local) else remote_requests.append(request.url),
+            )
+            return context.new_page()
 
-        context.route("**/*", route)
         anchors = _AnchorIndex(server.origin)
+        icon_problem = functools.cache(_icon_problem)
+        root_icon = icon_problem(f"{server.origin}/favicon.ico")
+        if root_icon:
+            site_failures.append(f"/favicon.ico {root_icon}")
         urls = [f"{server.origin}/{page}" for page in pages]
         for index, page_path in enumerate(pages):
             report = PageReport(page_path)
-            current["report"] = report
-            page = context.new_page()
-            page.on("console", lambda msg, r=report: r.console_errors.append(msg.text) if msg.type == "error" else None)
-            page.on("pageerror", lambda error, r=report: r.page_errors.append(str(error)))
+            page = first_visit(report.remote_requests)
             page.on(
-                "response",
-                lambda response, r=report: (
-                    r.failed_local_requests.append(f"{response.status} {response.url}")
-                    if response.status >= 400 and response.url.startswith(server.origin)
-                    else None
-                ),
+                "console",
+                lambda msg, r=report: r.console_errors.append(_console_text(msg)) if msg.type == "error" else None,
             )
+            page.on("pageerror", lambda error, r=report: r.page_errors.append(str(error)))
+            _report_late_failures(reports, server.new_failures())
             try:
                 response = page.goto(urls[index], wait_until="load", timeout=PAGE_TIMEOUT_MS)
                 report.status = response.status if response else None
@@ -258,9 +341,16 @@ def check_pages(
                 facts = page.evaluate(_PAGE_FACTS_JS)
             except PlaywrightError as error:
                 report.failures.append(f"page did not load: {error.message.splitlines()[0]}")
-                page.close()
+                page.context.close()
                 reports.append(report)
                 continue
+            report.failed_local_requests = server.new_failures()
+            report.icon = facts["icons"][0] if facts["icons"] else f"{server.origin}/favicon.ico"
+            problem = icon_problem(report.icon)
+            report.icon_ok = problem is None
+            if problem:
+                declared = "declared icon" if facts["icons"] else "no declared icon, and the default"
+                report.failures.append(f"{declared} {report.icon} {problem}")
             _judge(report, facts, anchors, server.origin, urls[index])
             if prev_next:
                 expected_prev = urls[index - 1] if index > 0 else None
@@ -281,15 +371,24 @@ def check_pages(
                     path=str(screenshot_dir / (page_path.replace("/", "__").removesuffix(".html") + ".png")),
                     full_page=True,
                 )
-            page.close()
+            page.context.close()
             reports.append(report)
 
         if search_word is not None:
-            current["report"] = PageReport("search.html")
-            page = context.new_page()
+            search_remote: list[str] = []
+            page = first_visit(search_remote)
+            page.on(
+                "console",
+                lambda msg: (
+                    site_failures.append(f"search page: console error: {_console_text(msg)}")
+                    if msg.type == "error"
+                    else None
+                ),
+            )
             page.goto(f"{server.origin}/search.html?q={urllib.parse.quote(search_word)}", wait_until="load")
             try:
-                page.wait_for_selector("#search-results ul.search li", timeout=PAGE_TIMEOUT_MS)
+                # Results appear one by one; Sphinx's searchtools.js retitles the list when it has shown them all.
+                page.wait_for_function(_SEARCH_FINISHED_JS, timeout=PAGE_TIMEOUT_MS)
                 hits = page.locator("#search-results ul.search li").count()
             except PlaywrightError:
                 hits = 0
@@ -297,12 +396,21 @@ def check_pages(
                 site_failures.append(f"searching for {search_word!r} listed no result")
             else:
                 print(f"search for {search_word!r}: {hits} results")
-            if current["report"].remote_requests:
-                site_failures.append(f"search page requested {current['report'].remote_requests}")
-            page.close()
-        context.close()
+            if search_remote:
+                site_failures.append(f"search page requested {search_remote}")
+            page.context.close()
+        _report_late_failures(reports, server.new_failures())
+        if search_word is not None:
+            site_failures += [f"search page: local request failed: {text}" for text in server.new_failures()]
         browser.close()
     return reports, site_failures
+
+
+def _report_late_failures(reports: list[PageReport], late: list[str]) -> None:
+    """Failed requests the server answered after the previous page was judged belong to that page."""
+    if late and reports:
+        reports[-1].failed_local_requests += late
+        reports[-1].failures += [f"local request failed: {text}" for text in late]
 
 
 def _judge(report: PageReport, facts: dict, anchors: _AnchorIndex, origin: str, page_url: str) -> None:
@@ -376,6 +484,7 @@ def format_table(reports: list[PageReport]) -> str:
         "images decoded",
         "links (anchors)",
         "external",
+        "icon",
         "result",
     )
     rows = [
@@ -388,6 +497,7 @@ def format_table(reports: list[PageReport]) -> str:
             f"{r.images_decoded}/{r.images}",
             f"{r.links_checked} ({r.anchors_checked})",
             str(r.external_links),
+            "ok" if r.icon_ok else "missing",
             "ok" if r.ok else "FAIL",
         )
         for r in reports

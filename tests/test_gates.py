@@ -75,6 +75,8 @@ def write_book(root: Path, *, with_notebook: bool, code="total = 1 + 1\nassert t
     )
     root.mkdir(parents=True, exist_ok=True)
     (root / "_config.yml").write_text(yaml.safe_dump(tiny))
+    for extra in tiny.get("sphinx", {}).get("config", {}).get("html_extra_path", []):
+        (root / extra).mkdir(parents=True, exist_ok=True)  # Sphinx warns about (so -W fails on) a missing one
     chapters = ([{"file": "chapter"}] if with_notebook else []) + [{"file": "bibliography"}]
     (root / "_toc.yml").write_text(yaml.safe_dump({"format": "jb-book", "root": "intro", "chapters": chapters}))
     (root / "intro.md").write_text(intro if with_notebook else intro.replace("{ref}`sec-chapter`", "here"))

@@ -57,7 +57,7 @@ SITE = {
 
 # page -> a phrase that must appear among its failures
 EXPECTED_FAILURE = {
-    "broken_image.html": "image not decoded",
+    "broken_image.html": "local request failed: 404 /missing.png",
     "broken_anchor.html": "missing anchor #nowhere",
     "broken_link.html": "broken link",
     "remote_script.html": "request to another host: https://cdn.example.com/lib.js",
@@ -77,6 +77,7 @@ def site(tmp_path_factory):
     for name, text in SITE.items():
         (root / name).write_text(text)
     (root / "pixel.png").write_bytes(PIXEL_PNG)
+    (root / "favicon.ico").write_bytes(PIXEL_PNG)  # browsers take PNG data in an .ico
     (root / "mathjax").symlink_to(MATHJAX, target_is_directory=True)
     shots = root.parent / "shots"
     reports, _ = check_pages(root, list(SITE), screenshot_dir=shots)
@@ -103,6 +104,11 @@ def test_each_kind_of_broken_page_is_reported(site, name):
     assert any(EXPECTED_FAILURE[name] in failure for failure in failures), failures
 
 
+def test_a_broken_image_is_reported_as_undecoded(site):
+    reports, _ = site
+    assert any("image not decoded" in failure for failure in reports["broken_image.html"].failures)
+
+
 def test_a_remote_request_is_aborted_and_counted(site):
     reports, _ = site
     assert reports["remote_script.html"].remote_requests == ["https://cdn.example.com/lib.js"]
@@ -119,8 +125,60 @@ def test_previous_and_next_links_must_follow_the_given_order(tmp_path):
     (tmp_path / "a.html").write_text(page('<article>A</article><a class="right-next" href="b.html">next</a>'))
     (tmp_path / "b.html").write_text(page('<article>B</article><a class="left-prev" href="c.html">prev</a>'))
     (tmp_path / "c.html").write_text(page('<article>C</article><a class="left-prev" href="b.html">prev</a>'))
+    (tmp_path / "favicon.ico").write_bytes(PIXEL_PNG)
     reports, _ = check_pages(tmp_path, ["a.html", "b.html", "c.html"], prev_next=True)
     assert reports[0].ok, reports[0].failures
     assert any("previous link" in failure for failure in reports[1].failures)
     assert any("next link" in failure for failure in reports[1].failures)
     assert reports[2].ok, reports[2].failures
+
+
+def _check_icon_site(root, *, root_favicon, declared_icon=None):
+    """Check two plain pages; the first declares ``declared_icon`` (not created) if given; ``/favicon.ico``
+    exists if ``root_favicon``."""
+    head = f'<link rel="icon" href="{declared_icon}">' if declared_icon else ""
+    (root / "one.html").write_text(page('<article>one <a href="two.html">two</a></article>', head))
+    (root / "two.html").write_text(page("<article>two</article>"))
+    if root_favicon:
+        (root / "favicon.ico").write_bytes(PIXEL_PNG)
+    return check_pages(root, ["one.html", "two.html"])
+
+
+def test_a_site_without_a_favicon_fails_on_the_request_the_browser_makes_by_itself(tmp_path):
+    """No page asks for /favicon.ico, yet Chromium does, logs the 404, and the check must fail on it."""
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} is missing: install it with `apt-get install -y chromium` (see README.md)")
+    reports, site_failures = _check_icon_site(tmp_path, root_favicon=False)
+    print(format_table(reports))
+    one, two = reports
+    # What the browser itself did, seen by the server and in the console (Chromium asks once per site).
+    assert "404 /favicon.ico" in one.failed_local_requests, one.failures
+    assert any(e.startswith("Failed to load resource") and e.endswith("/favicon.ico)") for e in one.console_errors)
+    # The checker's own look at each page's icon, the same on every page.
+    for report in (one, two):
+        assert not report.ok and not report.icon_ok
+        assert any(
+            "no declared icon, and the default" in f and "/favicon.ico answers 404" in f for f in report.failures
+        )
+    assert site_failures == ["/favicon.ico answers 404"]
+
+
+def test_a_site_with_a_favicon_passes(tmp_path):
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} is missing: install it with `apt-get install -y chromium` (see README.md)")
+    reports, site_failures = _check_icon_site(tmp_path, root_favicon=True)
+    print(format_table(reports))
+    assert [(r.ok, r.icon_ok, r.console_errors, r.failed_local_requests) for r in reports] == [(True, True, [], [])] * 2
+    assert site_failures == []
+
+
+def test_a_declared_icon_that_is_missing_fails_even_when_favicon_ico_exists(tmp_path):
+    """A page that declares an icon makes the browser fetch that one, not /favicon.ico."""
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} is missing: install it with `apt-get install -y chromium` (see README.md)")
+    reports, site_failures = _check_icon_site(tmp_path, root_favicon=True, declared_icon="_static/icon.png")
+    one, two = reports
+    assert "404 /_static/icon.png" in one.failed_local_requests, one.failures
+    assert any("declared icon" in f and "/_static/icon.png answers 404" in f for f in one.failures)
+    assert two.ok, two.failures
+    assert site_failures == []
