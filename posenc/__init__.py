@@ -6,12 +6,21 @@ plots, toy models) in :mod:`posenc.chapters`, which no model needs.
 
 Sinusoidal (Vaswani et al., 2017), :mod:`posenc.sinusoid`
     :func:`frequencies`, :func:`sinusoidal`, :func:`translation_matrix`, :func:`layout_permutation`
+ALiBi (Press et al., 2022), :mod:`posenc.alibi`
+    :func:`alibi_slopes`, :func:`alibi_bias`
+T5 relative buckets (Raffel et al., 2020), :mod:`posenc.t5`
+    :func:`t5_relative_bucket`
+Clipped relative positions (Shaw et al., 2018), :mod:`posenc.shaw`
+    :func:`shaw_relative_indices`
 """
 
 from importlib.metadata import version as _version
 
 from posenc._validation import LAYOUTS, MAX_TABLE_ELEMENTS
+from posenc.alibi import alibi_bias, alibi_slopes
+from posenc.shaw import shaw_relative_indices
 from posenc.sinusoid import frequencies, layout_permutation, sinusoidal, translation_matrix
+from posenc.t5 import t5_relative_bucket
 
 __all__ = [
     "LAYOUTS",
@@ -21,6 +30,11 @@ __all__ = [
     "layout_permutation",
     "sinusoidal",
     "translation_matrix",
+    # relative-position biases
+    "alibi_bias",
+    "alibi_slopes",
+    "shaw_relative_indices",
+    "t5_relative_bucket",
 ]
 
 __version__ = _version("posenc")
