@@ -41,6 +41,8 @@ def _clipped_relative_positions(relative_position, limit: int) -> np.ndarray:
         raise TypeError(
             f"relative_position must be {_ACCEPTED_POSITIONS}, got {type(relative_position).__name__}"
         ) from error
+    if array.size == 0 and (np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)):
+        return np.zeros(array.shape, dtype=np.int64)  # [] arrives as float64: nothing to refuse
     if array.dtype == np.bool_ or not np.issubdtype(array.dtype, np.integer):
         raise TypeError(
             f"relative_position must be {_ACCEPTED_POSITIONS}, got an array of dtype {array.dtype}: "
