@@ -107,8 +107,8 @@ def test_scalars_arrays_and_huge_integers():
 
 def test_the_logarithm_is_taken_in_float32_as_in_t5():
     """With 18 buckets and max_distance 128, distance 64 sits exactly on a bucket boundary: log(16) / log(32) * 5
-    is 4 in exact arithmetic, 3.9999999999999996 in float64 and 4.0 in float32. T5's code (float32) puts it in
-    bucket 8; posenc follows T5, not the exact-arithmetic formula, which would say 8 too and float64 says 7."""
+    is 4 in exact arithmetic, so bucket 8; float64 gives 3.9999999999999996 (bucket 7), float32 gives 4.0. T5's
+    code works in float32 and says 8; posenc follows it (a float64 implementation fails this test)."""
     assert math.floor(math.log(64 / 4) / math.log(128 / 4) * 5) == 3  # float64 misses the boundary
     assert int(t5_relative_bucket(-64, num_buckets=18, max_distance=128)) == 8
     assert int(transformers_bucket(torch.tensor([-64]), num_buckets=18, max_distance=128)) == 8
