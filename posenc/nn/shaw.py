@@ -33,8 +33,8 @@ class ShawRelativeAttention(nn.Module):
         The clipping distance :math:`k`; the tables have :math:`2k + 1` rows. An int ``>= 0`` (0: one row,
         no position information).
     values : bool, default True
-        Also add the value vectors :math:`a^V_{ij}` (Shaw et al., eq. 3). ``False`` keeps keys only (eq. 4),
-        the variant their Table 3 finds as good for translation.
+        Also add the value vectors :math:`a^V_{ij}` (Shaw et al., eq. 3). ``False`` keeps the key term only
+        (eq. 4); Shaw et al. ablate the two terms separately.
     causal : bool, default False
         Mask the keys after each query (a decoder).
 
@@ -43,7 +43,8 @@ class ShawRelativeAttention(nn.Module):
     q_proj, k_proj, v_proj, out_proj : nn.Linear(d_model, d_model)
         The projections :math:`W^Q, W^K, W^V, W^O` (with biases, as ``nn.MultiheadAttention``).
     relative_keys : nn.Embedding(2 * max_distance + 1, head_dim)
-        :math:`w^K_{-k}, \dots, w^K_{k}` in rows ``0 ... 2k``; shared by all heads (Shaw et al., §3.3).
+        :math:`w^K_{-k}, \dots, w^K_{k}` in rows ``0 ... 2k``; shared by all heads, as in
+        tensor2tensor's ``dot_product_attention_relative`` (one table of width ``head_dim`` for every head).
         Initialised from N(0, 1 / head_dim).
     relative_values : nn.Embedding(2 * max_distance + 1, head_dim) or None
         :math:`w^V`, likewise; ``None`` when ``values=False``.
@@ -51,7 +52,7 @@ class ShawRelativeAttention(nn.Module):
     Notes
     -----
     With :math:`a^K_{ij} = w^K_{\operatorname{clip}(j - i, k)}` and :math:`a^V_{ij}` likewise
-    (:func:`posenc.shaw_relative_indices`), each head computes (Shaw et al., 2018, eqs. 3-5)
+    (:func:`posenc.shaw_relative_indices`), each head computes (Shaw et al., 2018, §3.1, eqs. 3 and 4)
 
     .. math::
 
