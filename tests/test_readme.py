@@ -12,3 +12,5 @@ def test_readme_usage_example_runs():
     namespace = {}
     exec(compile(blocks[0], str(README), "exec"), namespace)
     assert namespace["y"].shape == (8, 100, 512)
+    assert namespace["q_rot"].shape == namespace["q"].shape
+    assert namespace["alibi"].shape == namespace["t5"].shape == (8, 100, 100)
