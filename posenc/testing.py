@@ -291,7 +291,7 @@ def assert_sinusoidal_odd_width_handled(table_fn, *, n_positions=16, d_model=7, 
     ----------
     table_fn : callable
         ``table_fn(n_positions, d_model)`` returns the ``(n_positions, d_model)`` table in the paper's
-        interleaved layout, or raises ``ValueError`` for a width it does not support.
+        interleaved layout, or raises a ``ValueError`` naming ``d_model`` for a width it does not support.
     n_positions : int, default 16
         Rows to compare; between 1 and 4096.
     d_model : int, default 7
@@ -308,8 +308,9 @@ def assert_sinusoidal_odd_width_handled(table_fn, *, n_positions=16, d_model=7, 
     Raises
     ------
     AssertionError
-        If ``table_fn`` raises anything but ``ValueError`` (a shape mismatch deep inside, say), or returns a
-        table that is not the formula's ``d_model`` columns.
+        If ``table_fn`` raises anything but a ``ValueError`` whose message names ``d_model`` (or says "even"
+        or "odd"), such as a shape mismatch deep inside, or returns a table that is not the formula's
+        ``d_model`` columns.
     TypeError, ValueError
         If an argument of the check is invalid (``d_model`` even, for instance).
 
@@ -342,12 +343,13 @@ def assert_sinusoidal_odd_width_handled(table_fn, *, n_positions=16, d_model=7, 
     call = f"table_fn({n_positions}, {d_model})"
     try:
         result = table_fn(n_positions, d_model)
-    except ValueError:
-        return  # a deliberate refusal of the width
-    except Exception as error:  # anything else is a crash, not a refusal
+    except Exception as error:  # a refusal is a ValueError that says what is wrong with d_model
+        refusal = isinstance(error, ValueError) and any(word in str(error) for word in ("d_model", "even", "odd"))
+        if refusal:
+            return
         raise AssertionError(
             f"{call} raised {type(error).__name__}: {error}. An odd d_model must be refused with a ValueError "
-            f"that says so, or computed by the formula (the last column an unpaired sine)"
+            f"that names d_model, or computed by the formula (the last column an unpaired sine)"
         ) from error
     table = _as_array(result, call)
     _expect_shape(table, (n_positions, d_model), call)
