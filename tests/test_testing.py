@@ -14,9 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import posenc
-import posenc.nn
 
-RotaryEmbedding = getattr(posenc.nn, "RotaryEmbedding", None)  # TEMP until merge
+from posenc.nn import RotaryEmbedding
 from posenc.testing import (
     assert_alibi_slopes_match_reference,
     assert_layouts_agree_after_permutation,
@@ -226,6 +225,12 @@ def arange_bfloat16(x, positions):
     return _rotate_interleaved(x, np.outer(t, _inv_freq(x.shape[-1])))
 
 
+def bfloat16_positions(x, positions):
+    """Positions rounded to bfloat16 (8 significant bits), frequencies and angles in float64."""
+    t = torch.as_tensor(positions).to(torch.bfloat16).double().numpy()
+    return _rotate_interleaved(x, np.outer(t, _inv_freq(x.shape[-1])))
+
+
 class BufferedRotary(torch.nn.Module):
     """huggingface/transformers#25681: inv_freq is a buffer, so model.to(bfloat16) rounds it."""
 
@@ -297,9 +302,11 @@ def test_rotary_score_check_passes_on_posenc_and_float32_and_fails_on_bfloat16()
         lambda x, p: posenc.rotate(x, p, layout="halves"), layout="halves", distances=(-5, 3)
     )
     assert_rotary_scores_depend_on_offset_only(RotaryEmbedding(64))
-    # bfloat16 is exact at small positions (shift 0 passes), wrong at large ones
-    assert_rotary_scores_depend_on_offset_only(torch_angles(torch.bfloat16), shifts=(0,), distances=(0, 1, 2))
+    # positions rounded to bfloat16 are exact up to 256 (shift 0 passes) and wrong beyond
+    assert_rotary_scores_depend_on_offset_only(bfloat16_positions, shifts=(0, 128))
     with pytest.raises(AssertionError, match="the first at shift 1024"):
+        assert_rotary_scores_depend_on_offset_only(bfloat16_positions)
+    with pytest.raises(AssertionError, match="depends on more than the offset"):
         assert_rotary_scores_depend_on_offset_only(torch_angles(torch.bfloat16))
 
 
