@@ -36,7 +36,14 @@ import sys
 import numpy as np
 
 import posenc
-from posenc._validation import check_base, check_count, check_real, check_table_size
+from posenc._validation import (
+    check_base,
+    check_count,
+    check_flag,
+    check_real,
+    check_rotary_layout,
+    check_table_size,
+)
 
 __all__ = [
     "assert_sinusoidal_matches_reference",
@@ -49,10 +56,6 @@ __all__ = [
     "assert_alibi_slopes_match_reference",
     "assert_t5_buckets_in_range",
 ]
-
-ROTARY_LAYOUTS = ("interleaved", "halves")
-"""The two ways a rotary head pairs its dimensions: ``(2i, 2i + 1)`` (GPT-J, Meta's LLaMA) or
-``(i, i + head_dim / 2)`` (GPT-NeoX, Hugging Face LLaMA)."""
 
 _MAX_POSITION = 2**24
 """Largest position a rotary check visits: every integer up to it is exact in float32."""
@@ -89,20 +92,6 @@ def _check_bounded_count(value, name: str, *, minimum: int, maximum: int) -> int
     if value > maximum:
         raise ValueError(f"{name} must be an int in [{minimum}, {maximum}], got {value}")
     return value
-
-
-def _check_rotary_layout(layout, name: str = "layout") -> str:
-    if not isinstance(layout, str):
-        raise TypeError(f"{name} must be one of {ROTARY_LAYOUTS}, got {type(layout).__name__} {layout!r}")
-    if layout not in ROTARY_LAYOUTS:
-        raise ValueError(f"{name} must be one of {ROTARY_LAYOUTS}, got {layout!r}")
-    return layout
-
-
-def _check_bool(value, name: str) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be True or False, got {type(value).__name__} {value!r}")
-    return bool(value)
 
 
 def _check_seed(seed) -> int:
@@ -242,13 +231,13 @@ def assert_sinusoidal_matches_reference(
     --------
     >>> import posenc
     >>> assert_sinusoidal_matches_reference(posenc.sinusoidal)
-    >>> def per_column_exponent(n, d):  # 10000 ** (j / d) for column j
-    ...     angles = np.outer(np.arange(n), 10000.0 ** (-np.arange(d) / d))
+    >>> def per_column_exponent(n, d):  # 10000 ** (2 j / d) for column j
+    ...     angles = np.outer(np.arange(n), 10000.0 ** (-2 * np.arange(d) / d))
     ...     return np.where(np.arange(d) % 2 == 0, np.sin(angles), np.cos(angles))
     >>> assert_sinusoidal_matches_reference(per_column_exponent)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
         ...
-    AssertionError: table_fn(128, 64) differs from the sinusoidal table in 62 of 64 columns...
+    AssertionError: table_fn(128, 64) differs from the sinusoidal table in 63 of 64 columns...
     """
     _check_implementation(table_fn, "table_fn")
     n_positions = _check_bounded_count(n_positions, "n_positions", minimum=2, maximum=_MAX_CHECK_ELEMENTS)
@@ -447,7 +436,7 @@ def assert_rotary_angles_accurate(
             f"n_positions x head_dim must be at most {_MAX_CHECK_ELEMENTS}, got {n_positions} x {head_dim}"
         )
     base = check_base(base)
-    layout = _check_rotary_layout(layout)
+    layout = check_rotary_layout(layout)
     positions = np.arange(n_positions, dtype=np.float64)
     largest_angle = float(positions[-1])  # pair 0 has frequency 1
     atol = _rotary_tolerance(largest_angle) if atol is None else _check_positive(atol, "atol")
@@ -542,7 +531,7 @@ def assert_rotary_scores_depend_on_offset_only(
     distances = _check_int_sequence(distances, "distances", low=-(2**20), high=2**20)
     shifts = _check_int_sequence(shifts, "shifts", low=0, high=2**23)
     base = check_base(base)
-    layout = _check_rotary_layout(layout)
+    layout = check_rotary_layout(layout)
     seed = _check_seed(seed)
     query_positions = (shifts[:, None] + distances[None, :]).ravel().astype(np.float64)
     key_positions = np.repeat(shifts, len(distances)).astype(np.float64)
@@ -812,8 +801,8 @@ def assert_layouts_agree_after_permutation(
     _check_implementation(convert_fn, "convert_fn")
     head_dim = _check_even(head_dim, "head_dim", maximum=1024)
     n_heads = _check_bounded_count(n_heads, "n_heads", minimum=1, maximum=64)
-    source = _check_rotary_layout(source, "source")
-    target = _check_rotary_layout(target, "target")
+    source = check_rotary_layout(source, "source")
+    target = check_rotary_layout(target, "target")
     d_in = _check_bounded_count(d_in, "d_in", minimum=1, maximum=1024)
     base = check_base(base)
     seed = _check_seed(seed)
@@ -971,7 +960,7 @@ def assert_t5_buckets_in_range(bucket_fn, *, bidirectional=True, num_buckets=32,
     >>> assert_t5_buckets_in_range(posenc.t5_relative_bucket)
     """
     _check_implementation(bucket_fn, "bucket_fn")
-    bidirectional = _check_bool(bidirectional, "bidirectional")
+    bidirectional = check_flag(bidirectional, "bidirectional")
     num_buckets = _check_bounded_count(num_buckets, "num_buckets", minimum=2, maximum=1024)
     max_distance = _check_bounded_count(max_distance, "max_distance", minimum=2, maximum=2**20)
     kwargs = dict(bidirectional=bidirectional, num_buckets=num_buckets, max_distance=max_distance)

@@ -14,7 +14,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import posenc
-
 from posenc.nn import RotaryEmbedding
 from posenc.testing import (
     assert_alibi_slopes_match_reference,
