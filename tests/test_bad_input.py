@@ -32,6 +32,17 @@ from posenc.nn import (
 )
 from posenc.nn.rotary import RotaryEmbedding
 from posenc.rotary import rotary_attention_factor, rotary_frequencies, rotary_weight_permutation, rotate
+from posenc.testing import (
+    assert_alibi_slopes_match_reference,
+    assert_layouts_agree_after_permutation,
+    assert_rotary_angles_accurate,
+    assert_rotary_calls_independent,
+    assert_rotary_offset_matches_slice,
+    assert_rotary_scores_depend_on_offset_only,
+    assert_sinusoidal_matches_reference,
+    assert_sinusoidal_odd_width_handled,
+    assert_t5_buckets_in_range,
+)
 
 
 def _tiny_regression(y_shape=(4,)):
@@ -460,6 +471,112 @@ BAD_CALLS = {
         TypeError,
         "x",
     ),
+    # the property checks (posenc.testing): bad arguments to the check itself, not a failing implementation
+    "check of a non-callable table_fn": (lambda: assert_sinusoidal_matches_reference(None), TypeError, "table_fn"),
+    "check of an odd d_model": (
+        lambda: assert_sinusoidal_matches_reference(sinusoidal, d_model=7),
+        ValueError,
+        "d_model",
+    ),
+    "check of a huge table": (
+        lambda: assert_sinusoidal_matches_reference(sinusoidal, n_positions=2**40),
+        ValueError,
+        "n_positions",
+    ),
+    "check with zero atol": (lambda: assert_sinusoidal_matches_reference(sinusoidal, atol=0.0), ValueError, "atol"),
+    "check with a bad layout": (
+        lambda: assert_sinusoidal_matches_reference(sinusoidal, layout="rope"),
+        ValueError,
+        "layout",
+    ),
+    "odd-width check of an even width": (
+        lambda: assert_sinusoidal_odd_width_handled(sinusoidal, d_model=8),
+        ValueError,
+        "d_model",
+    ),
+    "odd-width check of a str": (lambda: assert_sinusoidal_odd_width_handled("table"), TypeError, "table_fn"),
+    "angle check of an array": (lambda: assert_rotary_angles_accurate(np.zeros(3)), TypeError, "rotate_fn"),
+    "angle check odd head_dim": (lambda: assert_rotary_angles_accurate(print, head_dim=7), ValueError, "head_dim"),
+    "angle check too many positions": (
+        lambda: assert_rotary_angles_accurate(print, n_positions=2**30),
+        ValueError,
+        "n_positions",
+    ),
+    "angle check cos_first layout": (
+        lambda: assert_rotary_angles_accurate(print, layout="cos_first"),
+        ValueError,
+        "layout",
+    ),
+    "angle check nan atol": (lambda: assert_rotary_angles_accurate(print, atol=float("nan")), ValueError, "atol"),
+    "score check float distances": (
+        lambda: assert_rotary_scores_depend_on_offset_only(print, distances=[0.5]),
+        TypeError,
+        "distances",
+    ),
+    "score check empty shifts": (
+        lambda: assert_rotary_scores_depend_on_offset_only(print, shifts=[]),
+        ValueError,
+        "shifts",
+    ),
+    "score check negative shift": (
+        lambda: assert_rotary_scores_depend_on_offset_only(print, shifts=[-1]),
+        ValueError,
+        "shifts",
+    ),
+    "score check str seed": (lambda: assert_rotary_scores_depend_on_offset_only(print, seed="0"), TypeError, "seed"),
+    "offset check zero offset": (lambda: assert_rotary_offset_matches_slice(print, offset=0), ValueError, "offset"),
+    "offset check of None": (lambda: assert_rotary_offset_matches_slice(None), TypeError, "fn"),
+    "offset check huge seq_len": (
+        lambda: assert_rotary_offset_matches_slice(print, seq_len=2**40),
+        ValueError,
+        "seq_len",
+    ),
+    "independence check long not longer": (
+        lambda: assert_rotary_calls_independent(print, short_len=16, long_len=16),
+        ValueError,
+        "long_len",
+    ),
+    "independence check huge long_len": (
+        lambda: assert_rotary_calls_independent(print, long_len=2**40),
+        ValueError,
+        "long_len",
+    ),
+    "independence check bool head_dim": (
+        lambda: assert_rotary_calls_independent(print, head_dim=True),
+        TypeError,
+        "head_dim",
+    ),
+    "layout check of a str": (lambda: assert_layouts_agree_after_permutation("w[perm]"), TypeError, "convert_fn"),
+    "layout check unknown source": (
+        lambda: assert_layouts_agree_after_permutation(print, source="paper"),
+        ValueError,
+        "source",
+    ),
+    "layout check zero heads": (
+        lambda: assert_layouts_agree_after_permutation(print, n_heads=0),
+        ValueError,
+        "n_heads",
+    ),
+    "layout check huge d_in": (lambda: assert_layouts_agree_after_permutation(print, d_in=2**40), ValueError, "d_in"),
+    "slopes check of an int": (lambda: assert_alibi_slopes_match_reference(8), TypeError, "slopes_fn"),
+    "slopes check zero heads": (
+        lambda: assert_alibi_slopes_match_reference(print, max_heads=0),
+        ValueError,
+        "max_heads",
+    ),
+    "slopes check negative rtol": (lambda: assert_alibi_slopes_match_reference(print, rtol=-1.0), ValueError, "rtol"),
+    "bucket check int bidirectional": (
+        lambda: assert_t5_buckets_in_range(print, bidirectional=1),
+        TypeError,
+        "bidirectional",
+    ),
+    "bucket check one bucket": (lambda: assert_t5_buckets_in_range(print, num_buckets=1), ValueError, "num_buckets"),
+    "bucket check huge max_distance": (
+        lambda: assert_t5_buckets_in_range(print, max_distance=2**40),
+        ValueError,
+        "max_distance",
+    ),
+    "bucket check of None": (lambda: assert_t5_buckets_in_range(None), TypeError, "bucket_fn"),
 }
 
 

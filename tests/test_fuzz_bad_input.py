@@ -33,6 +33,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_bad_input import public_objects, takes_no_input
 
+import posenc
 from posenc import (
     alibi_bias,
     alibi_slopes,
@@ -56,6 +57,17 @@ from posenc.nn import (
 )
 from posenc.nn.rotary import RotaryEmbedding
 from posenc.rotary import rotary_attention_factor, rotary_frequencies, rotary_weight_permutation, rotate
+from posenc.testing import (
+    assert_alibi_slopes_match_reference,
+    assert_layouts_agree_after_permutation,
+    assert_rotary_angles_accurate,
+    assert_rotary_calls_independent,
+    assert_rotary_offset_matches_slice,
+    assert_rotary_scores_depend_on_offset_only,
+    assert_sinusoidal_matches_reference,
+    assert_sinusoidal_odd_width_handled,
+    assert_t5_buckets_in_range,
+)
 
 SECONDS_PER_CALL = 30
 
@@ -200,6 +212,51 @@ def _regression_kwargs():
 def _check_curves(curves, kwargs):
     assert len(curves.train_mse) == len(curves.test_mse) == kwargs["steps"] + 1
     assert all(isinstance(v, float) for v in curves.train_mse + curves.test_mse)
+
+
+# The property checks of posenc.testing are valid with posenc's own implementation, and must then pass. The
+# implementation argument holds a placeholder that each call replaces by the posenc implementation that
+# matches the other arguments (its layout, base, head count), unless the fuzz drew a wild value for it.
+
+
+def _reference_placeholder(*args, **kwargs):
+    raise AssertionError("placeholder: replaced by a posenc implementation before the call")
+
+
+def _passed(result, kwargs):
+    assert result is None, f"a check returns None when the property holds, got {result!r}"
+
+
+def _rotate_at(x, offset=0):
+    return posenc.rotate(x, offset + np.arange(x.shape[-2]))
+
+
+def _with(kwargs, name, implementation):
+    """``kwargs`` with the placeholder under ``name`` replaced by ``implementation``."""
+    if kwargs[name] is _reference_placeholder:
+        return {**kwargs, name: implementation}
+    return kwargs
+
+
+def _sinusoid_check(a):
+    table = lambda n, d: sinusoidal(n, d, base=a["base"], layout=a["layout"])  # noqa: E731
+    return assert_sinusoidal_matches_reference(**_with(a, "table_fn", table))
+
+
+def _rotary_check(check, a):
+    rotate = lambda x, p: posenc.rotate(x, p, base=a["base"], layout=a["layout"])  # noqa: E731
+    return check(**_with(a, "rotate_fn", rotate))
+
+
+def _layout_check(a):
+    def convert(w):
+        return w[posenc.rotary_weight_permutation(a["source"], a["target"], a["head_dim"], n_heads=a["n_heads"])]
+
+    return assert_layouts_agree_after_permutation(**_with(a, "convert_fn", convert))
+
+
+def _bucket_check(a):
+    return assert_t5_buckets_in_range(**_with(a, "bucket_fn", posenc.t5_relative_bucket))
 
 
 SPECS = {
@@ -508,6 +565,82 @@ SPECS = {
         lambda a: ShawRelativeAttention(8, 2, max_distance=3, causal=True)(a["x"]),
         lambda: dict(x=torch.zeros(2, 3, 8)),
         _check_forward_result,
+    ),
+    "posenc.testing.assert_sinusoidal_matches_reference": Spec(
+        assert_sinusoidal_matches_reference,
+        _sinusoid_check,
+        lambda: dict(
+            table_fn=_reference_placeholder, n_positions=16, d_model=8, base=10000.0, layout="interleaved", atol=1e-5
+        ),
+        _passed,
+    ),
+    "posenc.testing.assert_sinusoidal_odd_width_handled": Spec(
+        assert_sinusoidal_odd_width_handled,
+        lambda a: assert_sinusoidal_odd_width_handled(**a),
+        lambda: dict(table_fn=sinusoidal, n_positions=4, d_model=5, base=10000.0, atol=1e-5),
+        _passed,
+    ),
+    "posenc.testing.assert_rotary_angles_accurate": Spec(
+        assert_rotary_angles_accurate,
+        lambda a: _rotary_check(assert_rotary_angles_accurate, a),
+        lambda: dict(
+            rotate_fn=_reference_placeholder, head_dim=8, n_positions=64, base=10000.0, layout="interleaved", atol=None
+        ),
+        _passed,
+    ),
+    "posenc.testing.assert_rotary_scores_depend_on_offset_only": Spec(
+        assert_rotary_scores_depend_on_offset_only,
+        lambda a: _rotary_check(assert_rotary_scores_depend_on_offset_only, a),
+        lambda: dict(
+            rotate_fn=_reference_placeholder,
+            head_dim=8,
+            distances=(0, 3),
+            shifts=(0, 100),
+            base=10000.0,
+            layout="interleaved",
+            rtol=None,
+            seed=0,
+        ),
+        _passed,
+    ),
+    "posenc.testing.assert_rotary_offset_matches_slice": Spec(
+        assert_rotary_offset_matches_slice,
+        lambda a: assert_rotary_offset_matches_slice(**a),
+        lambda: dict(fn=_rotate_at, head_dim=8, seq_len=4, offset=3, atol=1e-4, seed=0),
+        _passed,
+    ),
+    "posenc.testing.assert_rotary_calls_independent": Spec(
+        assert_rotary_calls_independent,
+        lambda a: assert_rotary_calls_independent(**a),
+        lambda: dict(fn=_rotate_at, head_dim=8, short_len=4, long_len=64, atol=1e-6, seed=0),
+        _passed,
+    ),
+    "posenc.testing.assert_layouts_agree_after_permutation": Spec(
+        assert_layouts_agree_after_permutation,
+        _layout_check,
+        lambda: dict(
+            convert_fn=_reference_placeholder,
+            head_dim=4,
+            n_heads=2,
+            source="interleaved",
+            target="halves",
+            d_in=4,
+            base=10000.0,
+            seed=0,
+        ),
+        _passed,
+    ),
+    "posenc.testing.assert_alibi_slopes_match_reference": Spec(
+        assert_alibi_slopes_match_reference,
+        lambda a: assert_alibi_slopes_match_reference(**a),
+        lambda: dict(slopes_fn=posenc.alibi_slopes, max_heads=8, rtol=1e-6),
+        _passed,
+    ),
+    "posenc.testing.assert_t5_buckets_in_range": Spec(
+        assert_t5_buckets_in_range,
+        _bucket_check,
+        lambda: dict(bucket_fn=_reference_placeholder, bidirectional=True, num_buckets=32, max_distance=128),
+        _passed,
     ),
 }
 

@@ -117,3 +117,6 @@ def test_a_chapter_with_failing_cells_shows_only_the_call_and_the_message(path):
         assert importing and re.search(r"^%xmode Minimal$", source(importing[0]), re.MULTILINE), (
             f"{path.name} has cells meant to fail: its imports cell must run %xmode Minimal"
         )
+        assert "remove-output" in importing[0]["metadata"].get("tags", []), (
+            f"{path.name}: tag the imports cell remove-output, or readers see 'Exception reporting mode: Minimal'"
+        )

@@ -1,0 +1,992 @@
+"""Property checks for positional-encoding code: give one your implementation, get an AssertionError if it is wrong.
+
+Each ``assert_*`` function here calls an implementation you pass in (a function, or a PyTorch module),
+compares what it returns with a property that every correct implementation has, computed with posenc's own
+float64 reference, and raises ``AssertionError`` with a message that says which input broke the property,
+by how much, and what usually causes that. It returns ``None`` when the property holds. posenc's own
+implementations pass every check; the chapter *A gallery of real bugs* runs each check on small faulty
+implementations that reproduce bugs reported in public issue trackers, and shows them failing.
+
+Conventions shared by the checks:
+
+* The implementation receives NumPy ``float64`` arrays, except a ``torch.nn.Module``, which receives
+  ``float32`` tensors (and tensor positions). It may return a NumPy array, anything ``np.asarray``
+  accepts, or a tensor of any floating dtype; the check converts the result to ``float64``.
+* An implementation that raises an exception fails the check: the ``AssertionError`` names the call and
+  chains the original exception.
+* Bad arguments *to the check itself* (not an implementation, a negative size, an unknown layout) raise
+  ``TypeError`` or ``ValueError`` naming the parameter, as everywhere in posenc.
+
+Sinusoidal
+    :func:`assert_sinusoidal_matches_reference`, :func:`assert_sinusoidal_odd_width_handled`
+Rotary (RoPE)
+    :func:`assert_rotary_angles_accurate`, :func:`assert_rotary_scores_depend_on_offset_only`,
+    :func:`assert_rotary_offset_matches_slice`, :func:`assert_rotary_calls_independent`,
+    :func:`assert_layouts_agree_after_permutation`
+ALiBi and T5
+    :func:`assert_alibi_slopes_match_reference`, :func:`assert_t5_buckets_in_range`
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import sys
+
+import numpy as np
+
+import posenc
+from posenc._validation import (
+    check_base,
+    check_count,
+    check_flag,
+    check_real,
+    check_rotary_layout,
+    check_table_size,
+)
+
+__all__ = [
+    "assert_sinusoidal_matches_reference",
+    "assert_sinusoidal_odd_width_handled",
+    "assert_rotary_angles_accurate",
+    "assert_rotary_scores_depend_on_offset_only",
+    "assert_rotary_offset_matches_slice",
+    "assert_rotary_calls_independent",
+    "assert_layouts_agree_after_permutation",
+    "assert_alibi_slopes_match_reference",
+    "assert_t5_buckets_in_range",
+]
+
+_MAX_POSITION = 2**24
+"""Largest position a rotary check visits: every integer up to it is exact in float32."""
+
+_MAX_CHECK_ELEMENTS = 2**22
+"""Largest array (elements) a check builds, so that every check runs in well under a second."""
+
+
+# --- Argument checks (of the check's own parameters) ------------------------------------------------------
+
+
+def _check_implementation(fn, name: str):
+    if not callable(fn):
+        raise TypeError(f"{name} must be a callable (a function or a torch.nn.Module), got {type(fn).__name__}")
+    return fn
+
+
+def _check_positive(value, name: str) -> float:
+    value = check_real(value, name)
+    if value <= 0:
+        raise ValueError(f"{name} must be a finite real number > 0, got {value}")
+    return value
+
+
+def _check_even(value, name: str, *, maximum: int) -> int:
+    value = check_count(value, name, minimum=2)
+    if value % 2 or value > maximum:
+        raise ValueError(f"{name} must be an even int in [2, {maximum}], got {value}")
+    return value
+
+
+def _check_bounded_count(value, name: str, *, minimum: int, maximum: int) -> int:
+    value = check_count(value, name, minimum=minimum)
+    if value > maximum:
+        raise ValueError(f"{name} must be an int in [{minimum}, {maximum}], got {value}")
+    return value
+
+
+def _check_seed(seed) -> int:
+    return _check_bounded_count(seed, "seed", minimum=0, maximum=2**32 - 1)
+
+
+# --- Calling an implementation and reading what it returns ------------------------------------------------
+
+
+def _is_torch_module(fn) -> bool:
+    torch = sys.modules.get("torch")  # a Module can only exist if torch is already imported
+    return torch is not None and isinstance(fn, torch.nn.Module)
+
+
+def _tensor(array, dtype_name: str):
+    torch = sys.modules["torch"]
+    return torch.as_tensor(np.ascontiguousarray(array), dtype=getattr(torch, dtype_name))
+
+
+def _call(fn, description: str, *args, **kwargs):
+    """``fn(*args, **kwargs)``; any exception it raises becomes an AssertionError that names the call."""
+    try:
+        return fn(*args, **kwargs)
+    except AssertionError:
+        raise
+    except Exception as error:  # the implementation under test failed: that is the check's finding
+        raise AssertionError(f"{description} raised {type(error).__name__}: {error}") from error
+
+
+def _as_array(result, description: str, *, dtype=np.float64) -> np.ndarray:
+    """The result of an implementation as a NumPy array of ``dtype`` (tensors of any dtype accepted)."""
+    if hasattr(result, "detach") and hasattr(result, "cpu"):  # a torch tensor, without importing torch
+        result = result.detach().cpu()
+        result = result.double() if result.is_floating_point() else result
+        result = result.numpy()
+    try:
+        array = np.asarray(result)
+        if array.dtype == object or np.iscomplexobj(array):
+            raise TypeError(f"dtype {array.dtype}")
+        return array.astype(dtype)
+    except (TypeError, ValueError) as error:
+        raise AssertionError(f"{description} returned {type(result).__name__}, not a real array ({error})") from error
+
+
+def _expect_shape(array: np.ndarray, shape: tuple, description: str) -> None:
+    if array.shape != shape:
+        raise AssertionError(f"{description} returned shape {array.shape}, expected {shape}")
+
+
+def _rotate_with(fn, x: np.ndarray, positions: np.ndarray, description: str) -> np.ndarray:
+    """Call a rotary implementation ``fn(x, positions)`` (a Module gets ``fn(x, positions=positions)``)."""
+    if _is_torch_module(fn):
+        out = _call(fn, description, _tensor(x, "float32"), positions=_tensor(positions, "float64"))
+    else:
+        out = _call(fn, description, x.copy(), positions.copy())
+    out = _as_array(out, description)
+    _expect_shape(out, x.shape, description)
+    return out
+
+
+def _rotate_at_offset(fn, x: np.ndarray, offset: int, description: str) -> np.ndarray:
+    """Call a rotary implementation ``fn(x, offset=offset)`` (positions ``offset, offset + 1, ...``)."""
+    x_in = _tensor(x, "float32") if _is_torch_module(fn) else x.copy()
+    out = _as_array(_call(fn, description, x_in, offset=offset), description)
+    _expect_shape(out, x.shape, description)
+    return out
+
+
+def _pairs(array: np.ndarray, layout: str) -> tuple[np.ndarray, np.ndarray]:
+    """The first and second member of every rotated pair of the last axis, in pair order."""
+    half = array.shape[-1] // 2
+    if layout == "interleaved":
+        return array[..., 0::2], array[..., 1::2]
+    return array[..., :half], array[..., half:]
+
+
+def _show(values: np.ndarray) -> str:
+    return np.array2string(values, precision=4, separator=", ", threshold=12)
+
+
+def _wrap(angle: np.ndarray) -> np.ndarray:
+    """Angles folded into [-pi, pi)."""
+    return (angle + np.pi) % (2 * np.pi) - np.pi
+
+
+# --- Sinusoidal ----------------------------------------------------------------------------------------------
+
+
+def assert_sinusoidal_matches_reference(
+    table_fn, *, n_positions=128, d_model=64, base=10000.0, layout="interleaved", atol=1e-5
+):
+    r"""Check that ``table_fn(n_positions, d_model)`` is the sinusoidal table of Vaswani et al.
+
+    Parameters
+    ----------
+    table_fn : callable
+        ``table_fn(n_positions, d_model)`` returns the ``(n_positions, d_model)`` table (array or tensor) of
+        positions ``0, ..., n_positions - 1``. To check a module that adds the encoding to its input, wrap it:
+        ``lambda n, d: module(torch.zeros(1, n, d))[0]``.
+    n_positions : int, default 128
+        Rows to compare; at least 2, and ``n_positions * d_model`` at most ``2**22``.
+    d_model : int, default 64
+        Width of the table; positive and even.
+    base : float, default 10000.0
+        The base of the frequencies; greater than 1.
+    layout : {"interleaved", "cos_first", "halves"}, default "interleaved"
+        Where ``table_fn`` puts each sine and cosine (see :func:`posenc.sinusoidal`).
+    atol : float, default 1e-5
+        Largest accepted absolute difference from the float64 reference (float32 tables are within 1e-6).
+
+    Returns
+    -------
+    None
+
+    Raises
+    ------
+    AssertionError
+        If the table has the wrong shape, holds a non-finite entry, differs from the reference by more than
+        ``atol``, or if ``table_fn`` raises. The message names the worst entry, its pair and frequency.
+    TypeError, ValueError
+        If an argument of the check is invalid (named in the message).
+
+    Notes
+    -----
+    The reference is :func:`posenc.sinusoidal` in float64:
+    :math:`PE_{(p, 2i)} = \sin(p\,\omega_i)`, :math:`PE_{(p, 2i+1)} = \cos(p\,\omega_i)`,
+    :math:`\omega_i = \text{base}^{-2i/d_{model}}`, with ``i`` counting *pairs* of columns. The classic
+    mistakes (an exponent per column instead of per pair, ``(2i+1)/d`` for the cosine, ``x / d // 2``
+    parsed as ``(x / d) // 2``, integer division, dividing by the sequence length, ``position / div_term``)
+    all change whole columns, so one comparison catches them.
+
+    References
+    ----------
+    .. [1] A. Vaswani et al., "Attention Is All You Need", NeurIPS 2017, arXiv:1706.03762, §3.5.
+
+    Examples
+    --------
+    >>> import posenc
+    >>> assert_sinusoidal_matches_reference(posenc.sinusoidal)
+    >>> def per_column_exponent(n, d):  # 10000 ** (2 j / d) for column j
+    ...     angles = np.outer(np.arange(n), 10000.0 ** (-2 * np.arange(d) / d))
+    ...     return np.where(np.arange(d) % 2 == 0, np.sin(angles), np.cos(angles))
+    >>> assert_sinusoidal_matches_reference(per_column_exponent)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    AssertionError: table_fn(128, 64) differs from the sinusoidal table in 63 of 64 columns...
+    """
+    _check_implementation(table_fn, "table_fn")
+    n_positions = _check_bounded_count(n_positions, "n_positions", minimum=2, maximum=_MAX_CHECK_ELEMENTS)
+    d_model = _check_even(d_model, "d_model", maximum=_MAX_CHECK_ELEMENTS)
+    check_table_size(n_positions, d_model, "n_positions", "d_model")
+    if n_positions * d_model > _MAX_CHECK_ELEMENTS:
+        raise ValueError(f"n_positions x d_model must be at most {_MAX_CHECK_ELEMENTS}, got {n_positions * d_model}")
+    base = check_base(base)
+    reference = posenc.sinusoidal(n_positions, d_model, base=base, layout=layout, dtype=np.float64)
+    atol = _check_positive(atol, "atol")
+
+    call = f"table_fn({n_positions}, {d_model})"
+    table = _as_array(_call(table_fn, call, n_positions, d_model), call)
+    _expect_shape(table, (n_positions, d_model), call)
+    if not np.all(np.isfinite(table)):
+        row, column = np.argwhere(~np.isfinite(table))[0]
+        raise AssertionError(f"{call}[{row}, {column}] = {table[row, column]}: the table must be finite")
+    error = np.abs(table - reference)
+    if error.max() <= atol:
+        return
+    row, column = np.unravel_index(np.argmax(error), error.shape)
+    sine_columns = posenc.layout_permutation(layout, "interleaved", d_model)  # interleaved column -> ours
+    where = int(np.flatnonzero(sine_columns == column)[0])  # the interleaved column of `column`
+    pair, kind = where // 2, ("sine" if where % 2 == 0 else "cosine")
+    omega = posenc.frequencies(d_model, base=base)[pair]
+    bad_columns = np.flatnonzero(error.max(axis=0) > atol)
+    raise AssertionError(
+        f"{call} differs from the sinusoidal table in {len(bad_columns)} of {d_model} columns (layout "
+        f"{layout!r}, base {base:g}); worst at row {row}, column {column} (the {kind} of pair {pair}, "
+        f"frequency base**(-2*{pair}/{d_model}) = {omega:.6g}): got {table[row, column]:.6g}, expected "
+        f"{reference[row, column]:.6g}, |error| {error[row, column]:.3g} > atol {atol:g}. First wrong column: "
+        f"{bad_columns[0]}. Both members of a pair share the exponent 2i/d_model, i counting pairs."
+    )
+
+
+def assert_sinusoidal_odd_width_handled(table_fn, *, n_positions=16, d_model=7, base=10000.0, atol=1e-5):
+    r"""Check that an odd ``d_model`` is either refused with a ``ValueError`` or computed by the formula.
+
+    Parameters
+    ----------
+    table_fn : callable
+        ``table_fn(n_positions, d_model)`` returns the ``(n_positions, d_model)`` table in the paper's
+        interleaved layout, or raises a ``ValueError`` naming ``d_model`` for a width it does not support.
+    n_positions : int, default 16
+        Rows to compare; between 1 and 4096.
+    d_model : int, default 7
+        An odd width, between 1 and 4095.
+    base : float, default 10000.0
+        The base of the frequencies; greater than 1.
+    atol : float, default 1e-5
+        Largest accepted absolute difference from the formula.
+
+    Returns
+    -------
+    None
+
+    Raises
+    ------
+    AssertionError
+        If ``table_fn`` raises anything but a ``ValueError`` whose message names ``d_model`` (or says "even"
+        or "odd"), such as a shape mismatch deep inside, or returns a table that is not the formula's
+        ``d_model`` columns.
+    TypeError, ValueError
+        If an argument of the check is invalid (``d_model`` even, for instance).
+
+    Notes
+    -----
+    With an odd width the formula still defines every column: column ``j`` is the sine (``j`` even) or the
+    cosine (``j`` odd) of ``p * base**(-2 * (j // 2) / d_model)``, so the last column is an unpaired
+    sine. The reference is that table, computed with :func:`posenc.sinusoidal` at width ``d_model + 1`` and
+    the base rescaled so that its exponents are over ``d_model``. A clear refusal is fine too (posenc
+    refuses); crashing with an unrelated error, as a common implementation does when it assigns
+    ``d_model // 2 + 1`` cosines to ``d_model // 2`` columns, is not.
+
+    References
+    ----------
+    .. [1] A. Vaswani et al., "Attention Is All You Need", NeurIPS 2017, arXiv:1706.03762, §3.5.
+
+    Examples
+    --------
+    >>> import posenc
+    >>> assert_sinusoidal_odd_width_handled(posenc.sinusoidal)  # refuses odd widths with a ValueError
+    """
+    _check_implementation(table_fn, "table_fn")
+    n_positions = _check_bounded_count(n_positions, "n_positions", minimum=1, maximum=4096)
+    d_model = _check_bounded_count(d_model, "d_model", minimum=1, maximum=4095)
+    if d_model % 2 == 0:
+        raise ValueError(f"d_model must be an odd int in [1, 4095], got {d_model}")
+    base = check_base(base)
+    atol = _check_positive(atol, "atol")
+
+    call = f"table_fn({n_positions}, {d_model})"
+    try:
+        result = table_fn(n_positions, d_model)
+    except Exception as error:  # a refusal is a ValueError that says what is wrong with d_model
+        refusal = isinstance(error, ValueError) and any(word in str(error) for word in ("d_model", "even", "odd"))
+        if refusal:
+            return
+        raise AssertionError(
+            f"{call} raised {type(error).__name__}: {error}. An odd d_model must be refused with a ValueError "
+            f"that names d_model, or computed by the formula (the last column an unpaired sine)"
+        ) from error
+    table = _as_array(result, call)
+    _expect_shape(table, (n_positions, d_model), call)
+    # base**(-2i/d) = (base**((d+1)/d))**(-2i/(d+1)): the even table one column wider, last column dropped
+    reference = posenc.sinusoidal(n_positions, d_model + 1, base=base ** ((d_model + 1) / d_model), dtype=np.float64)
+    error = np.abs(table - reference[:, :d_model])
+    if np.all(np.isfinite(table)) and error.max() <= atol:
+        return
+    column = int(np.argmax(np.where(np.isfinite(error), error, np.inf).max(axis=0)))
+    raise AssertionError(
+        f"{call} is not the formula's table: column {column} differs by up to {np.nanmax(error[:, column]):.3g} "
+        f"(atol {atol:g}); column j must be sin/cos(p * base**(-2*(j//2)/{d_model}))"
+    )
+
+
+# --- Rotary ----------------------------------------------------------------------------------------------
+
+
+def _rotary_tolerance(largest_angle: float) -> float:
+    """2**-20 radians per radian of the largest angle: eight float32 units in the last place."""
+    return 2.0**-20 * max(1.0, largest_angle)
+
+
+def assert_rotary_angles_accurate(
+    rotate_fn, *, head_dim=64, n_positions=16384, base=10000.0, layout="interleaved", atol=None
+):
+    r"""Check every rotation angle of a rotary implementation against the float64 reference.
+
+    Parameters
+    ----------
+    rotate_fn : callable
+        ``rotate_fn(x, positions)`` rotates ``x`` ``(seq, head_dim)`` at ``positions`` ``(seq,)`` and returns
+        the same shape; a ``torch.nn.Module`` is called as ``rotate_fn(x, positions=positions)``, the way
+        :class:`posenc.nn.RotaryEmbedding` takes them. :func:`posenc.rotate` passes as it is.
+    head_dim : int, default 64
+        Width of one head; even, at most 4096.
+    n_positions : int, default 16384
+        The check visits positions ``0, ..., n_positions - 1``; at most ``2**24`` and
+        ``n_positions * head_dim`` at most ``2**22``.
+    base : float, default 10000.0
+        The rotary base; greater than 1.
+    layout : {"interleaved", "halves"}, default "interleaved"
+        How ``rotate_fn`` pairs dimensions: ``(2i, 2i + 1)`` or ``(i, i + head_dim / 2)``.
+    atol : float, optional
+        Largest accepted angle error in radians. Default ``2**-20 * max(1, largest angle)``: eight float32
+        units in the last place of the largest angle, so a float32 computation passes and one in float16
+        or bfloat16 fails.
+
+    Returns
+    -------
+    None
+
+    Raises
+    ------
+    AssertionError
+        If an angle is off by more than ``atol`` (the message gives the position, the pair, both angles and
+        how many angles are off), if a rotated pair does not keep its length, or if ``rotate_fn`` raises.
+    TypeError, ValueError
+        If an argument of the check is invalid.
+
+    Notes
+    -----
+    Rotary embedding turns pair ``i`` of a vector at position ``p`` by the angle
+    :math:`\theta_{p,i} = p\,\text{base}^{-2i/d}`. Feeding the unit vector ``(1, 0)`` in every pair returns
+    :math:`(\cos\theta, \sin\theta)` there, so one call reads all the angles. In a format with ``t``
+    significant bits the angle is only known to about :math:`|\theta|\,2^{-t}`: at position 2000 that is
+    0.5 rad in float16 (``t = 11``) and 4 rad in bfloat16 (``t = 8``), whatever ``cos`` and ``sin`` do next.
+
+    References
+    ----------
+    .. [1] J. Su et al., "RoFormer: Enhanced Transformer with Rotary Position Embedding", arXiv:2104.09864.
+
+    Examples
+    --------
+    >>> import posenc
+    >>> assert_rotary_angles_accurate(posenc.rotate)
+    >>> def half_angles(x, positions):  # positions and frequencies held in float16
+    ...     inv = (10000.0 ** -(np.arange(0, 64, 2) / 64)).astype(np.float16)
+    ...     ang = np.outer(positions.astype(np.float16), inv).astype(np.float64)
+    ...     cos, sin = np.cos(ang), np.sin(ang)
+    ...     out = x.copy()
+    ...     out[:, 0::2] = x[:, 0::2] * cos - x[:, 1::2] * sin
+    ...     out[:, 1::2] = x[:, 0::2] * sin + x[:, 1::2] * cos
+    ...     return out
+    >>> assert_rotary_angles_accurate(half_angles)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    AssertionError: ... of 524288 rotary angles are off by more than ...
+    """
+    _check_implementation(rotate_fn, "rotate_fn")
+    head_dim = _check_even(head_dim, "head_dim", maximum=4096)
+    n_positions = _check_bounded_count(n_positions, "n_positions", minimum=1, maximum=_MAX_POSITION)
+    if n_positions * head_dim > _MAX_CHECK_ELEMENTS:
+        raise ValueError(
+            f"n_positions x head_dim must be at most {_MAX_CHECK_ELEMENTS}, got {n_positions} x {head_dim}"
+        )
+    base = check_base(base)
+    layout = check_rotary_layout(layout)
+    positions = np.arange(n_positions, dtype=np.float64)
+    largest_angle = float(positions[-1])  # pair 0 has frequency 1
+    atol = _rotary_tolerance(largest_angle) if atol is None else _check_positive(atol, "atol")
+
+    x = np.zeros((n_positions, head_dim))
+    first, _ = _pairs(x, layout)
+    first[...] = 1.0  # the unit vector (1, 0) in every pair: the output is (cos, sin) of each angle
+    description = f"rotate_fn(x, positions) with positions 0..{n_positions - 1}"
+    out = _rotate_with(rotate_fn, x, positions, description)
+    reference = posenc.rotate(x, positions, base=base, layout=layout)
+    got_cos, got_sin = _pairs(out, layout)
+    ref_cos, ref_sin = _pairs(reference, layout)
+    radius = np.hypot(got_cos, got_sin)
+    error = np.abs(_wrap(np.arctan2(got_sin, got_cos) - np.arctan2(ref_sin, ref_cos)))
+    error = np.where(np.isfinite(error), error, np.inf)
+    bad = (error > atol) | ~(np.abs(radius - 1.0) <= max(atol, 1e-3))
+    if not bad.any():
+        return
+    position, pair = np.unravel_index(np.argmax(np.where(bad, error, -1.0)), error.shape)
+    omega = posenc.rotary_frequencies(head_dim, base=base)[pair]
+    first_bad = int(np.flatnonzero(bad.any(axis=1))[0])
+    got = math.atan2(got_sin[position, pair], got_cos[position, pair])
+    want = math.atan2(ref_sin[position, pair], ref_cos[position, pair])
+    raise AssertionError(
+        f"{int(bad.sum())} of {bad.size} rotary angles are off by more than {atol:.3g} rad (layout {layout!r}, "
+        f"base {base:g}); the first wrong position is {first_bad}. Worst: position {position}, pair {pair} "
+        f"(frequency {omega:.6g}, true angle {position * omega:.6g} rad): got {got:.4f} rad mod 2 pi, expected "
+        f"{want:.4f}, error {error[position, pair]:.3g} rad; length of the rotated unit pair "
+        f"{radius[position, pair]:.4f}. Positions, frequencies or angles held in float16 or bfloat16 give "
+        f"errors of this kind; compute the angles in float32 or better."
+    )
+
+
+def assert_rotary_scores_depend_on_offset_only(
+    rotate_fn, *, head_dim=64, distances=(0, 1, 7, 100), shifts=(0, 1024, 16384), base=10000.0,
+    layout="interleaved", rtol=None, seed=0,
+):  # fmt: skip
+    r"""Check that a rotary attention score depends on the offset ``m - n`` only, at every shift tried.
+
+    Parameters
+    ----------
+    rotate_fn : callable
+        ``rotate_fn(x, positions)`` as in :func:`assert_rotary_angles_accurate`.
+    head_dim : int, default 64
+        Width of one head; even, at most 4096.
+    distances : sequence of int, default (0, 1, 7, 100)
+        The offsets ``m - n`` tried (between ``-2**20`` and ``2**20``; at most 64 of them).
+    shifts : sequence of int, default (0, 1024, 16384)
+        Both positions are shifted by each of these (between 0 and ``2**23``; at most 64 of them).
+    base : float, default 10000.0
+        The rotary base; greater than 1.
+    layout : {"interleaved", "halves"}, default "interleaved"
+        How ``rotate_fn`` pairs dimensions.
+    rtol : float, optional
+        Largest accepted error of a score, relative to ``|q| |k|``. Default ``2**-20 * max(1, largest
+        position)``, as in :func:`assert_rotary_angles_accurate`.
+    seed : int, default 0
+        Seed of the random query and key.
+
+    Returns
+    -------
+    None
+
+    Raises
+    ------
+    AssertionError
+        If a score at shifted positions differs from the float64 score for the same offset by more than
+        ``rtol * |q| |k|``, or if ``rotate_fn`` raises.
+    TypeError, ValueError
+        If an argument of the check is invalid.
+
+    Notes
+    -----
+    With :math:`R_p` the rotation at position ``p``, :math:`(R_m q)^\top (R_n k) = q^\top R_{n-m} k`: the
+    score sees the offset only, which is the point of rotary embedding. The check computes
+    :math:`q^\top R_{n-m} k` once in float64 with :func:`posenc.rotate` and compares the implementation's
+    score at positions ``(s + d, s)`` for every distance ``d`` and shift ``s``. An implementation whose
+    angles lose precision far from 0 (reduced-precision positions or frequencies) passes at shift 0 and
+    fails at a large shift.
+
+    References
+    ----------
+    .. [1] J. Su et al., "RoFormer: Enhanced Transformer with Rotary Position Embedding", arXiv:2104.09864.
+
+    Examples
+    --------
+    >>> import posenc
+    >>> assert_rotary_scores_depend_on_offset_only(posenc.rotate)
+    """
+    _check_implementation(rotate_fn, "rotate_fn")
+    head_dim = _check_even(head_dim, "head_dim", maximum=4096)
+    distances = _check_int_sequence(distances, "distances", low=-(2**20), high=2**20)
+    shifts = _check_int_sequence(shifts, "shifts", low=0, high=2**23)
+    base = check_base(base)
+    layout = check_rotary_layout(layout)
+    seed = _check_seed(seed)
+    query_positions = (shifts[:, None] + distances[None, :]).ravel().astype(np.float64)
+    key_positions = np.repeat(shifts, len(distances)).astype(np.float64)
+    largest = float(np.abs(np.concatenate([query_positions, key_positions])).max())
+    rtol = _rotary_tolerance(largest) if rtol is None else _check_positive(rtol, "rtol")
+
+    rng = np.random.default_rng(seed)
+    q, k = rng.standard_normal((2, head_dim))
+    scale = float(np.linalg.norm(q) * np.linalg.norm(k))
+    count = len(query_positions)
+    got_q = _rotate_with(rotate_fn, np.tile(q, (count, 1)), query_positions, "rotate_fn(queries, positions)")
+    got_k = _rotate_with(rotate_fn, np.tile(k, (count, 1)), key_positions, "rotate_fn(keys, positions)")
+    got = np.einsum("sd,sd->s", got_q, got_k)
+    # The reference for offset d, computed at the unshifted positions (d, 0) in float64.
+    ref_q = posenc.rotate(np.tile(q, (len(distances), 1)), distances.astype(np.float64), base=base, layout=layout)
+    ref_k = posenc.rotate(k[None, :], np.zeros(1), base=base, layout=layout)
+    want = np.tile(ref_q @ ref_k[0], len(shifts))
+    error = np.abs(got - want) / scale
+    error = np.where(np.isfinite(error), error, np.inf)
+    if error.max() <= rtol:
+        return
+    worst = int(np.argmax(error))
+    m, n = int(query_positions[worst]), int(key_positions[worst])
+    raise AssertionError(
+        f"the score of a query at {m} and a key at {n} (offset {m - n}) is {got[worst]:.6g}, but every pair of "
+        f"positions with that offset must give {want[worst]:.6g} (float64, layout {layout!r}); error "
+        f"{error[worst]:.3g} |q||k| > rtol {rtol:.3g}. {int((error > rtol).sum())} of {error.size} scores fail, "
+        f"the first at shift {int(key_positions[np.argmax(error > rtol)])}: the rotation depends on more than "
+        f"the offset (angles losing precision as positions grow, or the wrong frequencies)."
+    )
+
+
+def _check_int_sequence(values, name: str, *, low: int, high: int) -> np.ndarray:
+    """A 1-D sequence of 1 to 64 ints in ``[low, high]``, as an int64 array."""
+    accepted = f"a non-empty sequence of at most 64 ints in [{low}, {high}]"
+    if isinstance(values, (str, bytes, dict)) or not hasattr(values, "__len__") or not hasattr(values, "__iter__"):
+        raise TypeError(f"{name} must be {accepted}, got {type(values).__name__} {values!r}")
+    items = list(values)
+    if not 0 < len(items) <= 64:
+        raise ValueError(f"{name} must be {accepted}, got {len(items)} values")
+    for value in items:
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+            raise TypeError(f"{name} must be {accepted}, got an element {type(value).__name__} {value!r}")
+        if not low <= int(value) <= high:
+            raise ValueError(f"{name} must be {accepted}, got {int(value)}")
+    return np.array([int(value) for value in items], dtype=np.int64)
+
+
+def assert_rotary_offset_matches_slice(fn, *, head_dim=64, seq_len=16, offset=5, atol=1e-4, seed=0):
+    r"""Check that rotating a tail at ``offset`` gives the tail of rotating the whole sequence.
+
+    Parameters
+    ----------
+    fn : callable
+        ``fn(x, offset=k)`` rotates ``x`` ``(seq, head_dim)`` at positions ``k, k + 1, ...`` and returns the
+        same shape, the way a decoding step with a key-value cache calls it; a ``torch.nn.Module`` such as
+        :class:`posenc.nn.RotaryEmbedding` gets a float32 tensor.
+    head_dim : int, default 64
+        Width of one head; even, at most 4096.
+    seq_len : int, default 16
+        Length of the tail; between 1 and 4096.
+    offset : int, default 5
+        Where the tail starts; between 1 and 4096.
+    atol : float, default 1e-4
+        Largest accepted difference, relative to the largest entry of ``x``.
+    seed : int, default 0
+        Seed of the random input.
+
+    Returns
+    -------
+    None
+
+    Raises
+    ------
+    AssertionError
+        If ``fn(tail, offset=offset)`` differs from ``fn(whole, offset=0)[offset:]``, or if ``fn`` raises.
+    TypeError, ValueError
+        If an argument of the check is invalid.
+
+    Notes
+    -----
+    The calls come in an order that exposes a cache keyed on the sequence length alone: first the tail at
+    offset 0 (which fills such a cache), then the whole sequence, then the tail at ``offset``, which must
+    not come back with the angles of positions ``0, 1, ...``. A correct implementation gives the same rows
+    for the same positions whichever way they were asked for.
+
+    References
+    ----------
+    .. [1] J. Su et al., "RoFormer: Enhanced Transformer with Rotary Position Embedding", arXiv:2104.09864.
+
+    Examples
+    --------
+    >>> import posenc
+    >>> def with_offset(x, offset=0):
+    ...     return posenc.rotate(x, offset + np.arange(x.shape[-2]))
+    >>> assert_rotary_offset_matches_slice(with_offset)
+    >>> assert_rotary_offset_matches_slice(lambda x, offset=0: with_offset(x))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    AssertionError: fn(tail, offset=5) differs from rows 5 to 20 of fn(whole, offset=0)...
+    """
+    _check_implementation(fn, "fn")
+    head_dim = _check_even(head_dim, "head_dim", maximum=4096)
+    seq_len = _check_bounded_count(seq_len, "seq_len", minimum=1, maximum=4096)
+    offset = _check_bounded_count(offset, "offset", minimum=1, maximum=4096)
+    atol = _check_positive(atol, "atol")
+    seed = _check_seed(seed)
+    whole = np.random.default_rng(seed).standard_normal((offset + seq_len, head_dim))
+    tail = whole[offset:]
+    scale = float(np.abs(whole).max())
+
+    _rotate_at_offset(fn, tail, 0, "fn(tail, offset=0)")  # fills a cache keyed on the length, if there is one
+    full = _rotate_at_offset(fn, whole, 0, "fn(whole, offset=0)")
+    shifted = _rotate_at_offset(fn, tail, offset, f"fn(tail, offset={offset})")
+    error = np.abs(shifted - full[offset:]) / scale
+    error = np.where(np.isfinite(error), error, np.inf)
+    if error.max() <= atol:
+        return
+    row = int(np.argmax(error.max(axis=1)))
+    unrotated = np.abs(shifted - _rotate_at_offset(fn, tail, 0, "fn(tail, offset=0)")).max() / scale
+    hint = (
+        " It equals fn(tail, offset=0): the offset is ignored, for instance by a cache keyed on the length alone."
+        if unrotated <= atol
+        else ""
+    )
+    raise AssertionError(
+        f"fn(tail, offset={offset}) differs from rows {offset} to {offset + seq_len - 1} of fn(whole, offset=0) "
+        f"by up to {error.max():.3g} (relative to max |x|; atol {atol:g}), first at tail row {row} "
+        f"(position {offset + row}).{hint}"
+    )
+
+
+def assert_rotary_calls_independent(fn, *, head_dim=64, short_len=16, long_len=4096, atol=1e-6, seed=0):
+    r"""Check that a rotary call gives the same result before and after a long call: no stale state.
+
+    Parameters
+    ----------
+    fn : callable
+        ``fn(x, offset=0)`` as in :func:`assert_rotary_offset_matches_slice`.
+    head_dim : int, default 64
+        Width of one head; even, at most 4096.
+    short_len : int, default 16
+        Length of the short input; between 1 and 4096.
+    long_len : int, default 4096
+        Length of the long input, longer than ``short_len``; at most ``2**16``, with
+        ``long_len * head_dim`` at most ``2**22``.
+    atol : float, default 1e-6
+        Largest accepted difference between the two short calls, relative to the largest entry of ``x``.
+    seed : int, default 0
+        Seed of the random input.
+
+    Returns
+    -------
+    None
+
+    Raises
+    ------
+    AssertionError
+        If the short call returns something else after the long call, or if ``fn`` raises.
+    TypeError, ValueError
+        If an argument of the check is invalid.
+
+    Notes
+    -----
+    A rotary module may cache its frequencies and tables, and context-extension schemes such as dynamic NTK
+    scaling change the frequencies with the length. Either way the result for a given input and offset must
+    not depend on what was called before: a frequency enlarged for a long prompt and kept for the next short
+    one changes every angle of the short one.
+
+    References
+    ----------
+    .. [1] J. Su et al., "RoFormer: Enhanced Transformer with Rotary Position Embedding", arXiv:2104.09864.
+
+    Examples
+    --------
+    >>> import posenc
+    >>> assert_rotary_calls_independent(lambda x, offset=0: posenc.rotate(x, offset + np.arange(len(x))))
+    """
+    _check_implementation(fn, "fn")
+    head_dim = _check_even(head_dim, "head_dim", maximum=4096)
+    short_len = _check_bounded_count(short_len, "short_len", minimum=1, maximum=4096)
+    long_len = _check_bounded_count(long_len, "long_len", minimum=2, maximum=2**16)
+    if long_len <= short_len:
+        raise ValueError(f"long_len must be greater than short_len = {short_len}, got {long_len}")
+    if long_len * head_dim > _MAX_CHECK_ELEMENTS:
+        raise ValueError(f"long_len x head_dim must be at most {_MAX_CHECK_ELEMENTS}, got {long_len} x {head_dim}")
+    atol = _check_positive(atol, "atol")
+    seed = _check_seed(seed)
+    rng = np.random.default_rng(seed)
+    short, long = rng.standard_normal((short_len, head_dim)), rng.standard_normal((long_len, head_dim))
+    scale = float(np.abs(short).max())
+
+    before = _rotate_at_offset(fn, short, 0, f"fn(x of length {short_len})")
+    _rotate_at_offset(fn, long, 0, f"fn(x of length {long_len})")
+    after = _rotate_at_offset(fn, short, 0, f"fn(x of length {short_len}) after the long call")
+    error = np.abs(after - before) / scale
+    error = np.where(np.isfinite(error), error, np.inf)
+    if error.max() <= atol:
+        return
+    row = int(np.argmax(error.max(axis=1)))
+    raise AssertionError(
+        f"fn on the same {short_len}-position input returned different rows before and after a call of length "
+        f"{long_len}: up to {error.max():.3g} apart (relative to max |x|; atol {atol:g}), first at position {row}. "
+        f"State from the long call (an enlarged base or a cached table) leaks into the short one."
+    )
+
+
+def assert_layouts_agree_after_permutation(
+    convert_fn, *, head_dim=8, n_heads=2, source="interleaved", target="halves", d_in=16, base=10000.0, seed=0
+):
+    r"""Check that a weight conversion between rotary layouts keeps every attention score.
+
+    Parameters
+    ----------
+    convert_fn : callable
+        ``convert_fn(weight)`` takes the ``(n_heads * head_dim, d_in)`` weight of a query or key projection
+        written for the ``source`` layout and returns the weight for a model that rotates in the ``target``
+        layout (same shape). Bind the head count yourself, e.g. ``lambda w: permute(w, n_heads=2)``.
+    head_dim : int, default 8
+        Width of one head; even, at most 1024.
+    n_heads : int, default 2
+        Heads in the weight (for a key projection with grouped-query attention, the key-value heads);
+        between 1 and 64.
+    source, target : {"interleaved", "halves"}
+        Layout of the model the weight comes from, and of the model it goes to.
+    d_in : int, default 16
+        Input width of the projection; between 1 and 1024.
+    base : float, default 10000.0
+        The rotary base; greater than 1.
+    seed : int, default 0
+        Seed of the random weights and tokens.
+
+    Returns
+    -------
+    None
+
+    Raises
+    ------
+    AssertionError
+        If, for some head, the query-key scores of the converted model differ from the original's (the
+        message names the head and gives the row order that would work), or if ``convert_fn`` raises.
+    TypeError, ValueError
+        If an argument of the check is invalid.
+
+    Notes
+    -----
+    Rotary embedding pairs dimensions ``(2i, 2i + 1)`` in the interleaved layout and ``(i, i + d/2)`` in
+    the halves layout. Reordering the output rows of the query and key projections within each head with
+    :func:`posenc.rotary_weight_permutation` moves each pair to where the other layout expects it, and every
+    score :math:`(R_m W_q x)^\top (R_n W_k y)` stays the same. The check computes the scores of random tokens
+    at scattered positions for each head, both ways, in float64.
+
+    References
+    ----------
+    .. [1] J. Su et al., "RoFormer: Enhanced Transformer with Rotary Position Embedding", arXiv:2104.09864.
+
+    Examples
+    --------
+    >>> import posenc
+    >>> order = posenc.rotary_weight_permutation("interleaved", "halves", 8, n_heads=2)
+    >>> assert_layouts_agree_after_permutation(lambda w: w[order])
+    >>> assert_layouts_agree_after_permutation(lambda w: w)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    AssertionError: after convert_fn, head 0's attention scores differ...
+    """
+    _check_implementation(convert_fn, "convert_fn")
+    head_dim = _check_even(head_dim, "head_dim", maximum=1024)
+    n_heads = _check_bounded_count(n_heads, "n_heads", minimum=1, maximum=64)
+    source = check_rotary_layout(source, "source")
+    target = check_rotary_layout(target, "target")
+    d_in = _check_bounded_count(d_in, "d_in", minimum=1, maximum=1024)
+    base = check_base(base)
+    seed = _check_seed(seed)
+    rng = np.random.default_rng(seed)
+    rows = n_heads * head_dim
+    w_query, w_key = rng.standard_normal((2, rows, d_in)) / math.sqrt(d_in)
+    tokens = rng.standard_normal((6, d_in))
+    positions = np.array([0.0, 1.0, 2.0, 9.0, 130.0, 2047.0])
+
+    converted = []
+    for name, weight in (("query", w_query), ("key", w_key)):
+        call = f"convert_fn({name} weight of shape {weight.shape})"
+        out = _as_array(_call(convert_fn, call, weight.copy()), call)
+        _expect_shape(out, weight.shape, call)
+        converted.append(out)
+
+    def head_scores(wq, wk, layout):
+        q = (tokens @ wq.T).reshape(len(tokens), n_heads, head_dim).transpose(1, 0, 2)
+        k = (tokens @ wk.T).reshape(len(tokens), n_heads, head_dim).transpose(1, 0, 2)
+        q = posenc.rotate(q, positions, base=base, layout=layout)
+        k = posenc.rotate(k, positions, base=base, layout=layout)
+        return q @ k.transpose(0, 2, 1)  # (n_heads, tokens, tokens)
+
+    want = head_scores(w_query, w_key, source)
+    got = head_scores(*converted, target)
+    scale = float(np.abs(want).max())
+    error = np.abs(got - want) / scale
+    error = np.where(np.isfinite(error), error, np.inf)
+    if error.max() <= 1e-9:
+        return
+    head = int(np.argmax(error.reshape(n_heads, -1).max(axis=1)))
+    order = posenc.rotary_weight_permutation(source, target, head_dim, n_heads=n_heads)
+    shown = np.array2string(order[:head_dim], separator=", ", threshold=16)
+    raise AssertionError(
+        f"after convert_fn, head {head}'s attention scores differ from the {source} model's by up to "
+        f"{error.max():.3g} of the largest score ({int((error.reshape(n_heads, -1).max(axis=1) > 1e-9).sum())} "
+        f"of {n_heads} heads wrong). Going from {source} to {target} with head_dim {head_dim} and {n_heads} "
+        f"heads, each head's rows must be reordered within the head, as "
+        f"posenc.rotary_weight_permutation({source!r}, {target!r}, {head_dim}, n_heads={n_heads}) does "
+        f"(first head: {shown}); check the head count used by the conversion."
+    )
+
+
+# --- ALiBi and T5 ----------------------------------------------------------------------------------------
+
+
+def assert_alibi_slopes_match_reference(slopes_fn, *, max_heads=64, rtol=1e-6):
+    r"""Check ``slopes_fn(n)`` against the ALiBi slopes for every head count ``n = 1, ..., max_heads``.
+
+    Parameters
+    ----------
+    slopes_fn : callable
+        ``slopes_fn(n_heads)`` returns the ``(n_heads,)`` slopes (array, list or tensor).
+    max_heads : int, default 64
+        The largest head count tried; between 1 and 1024.
+    rtol : float, default 1e-6
+        Largest accepted relative difference of a slope.
+
+    Returns
+    -------
+    None
+
+    Raises
+    ------
+    AssertionError
+        For the first head count whose slopes differ (the message shows both sequences) or for which
+        ``slopes_fn`` raises.
+    TypeError, ValueError
+        If an argument of the check is invalid.
+
+    Notes
+    -----
+    For a power of two ``n`` the slopes are the geometric sequence :math:`2^{-8/n}, 2^{-16/n}, \dots,
+    2^{-8}`. For other ``n``, Press et al. take the slopes of the largest power of two :math:`2^k < n` and
+    then every other slope of :math:`2^{k+1}` heads until there are ``n``, as their reference code does;
+    the plain sequence :math:`2^{-8i/n}` is a different set of slopes. The reference is
+    :func:`posenc.alibi_slopes`.
+
+    References
+    ----------
+    .. [1] O. Press, N. A. Smith, M. Lewis, "Train Short, Test Long: Attention with Linear Biases Enables
+       Input Length Extrapolation", ICLR 2022, arXiv:2108.12409.
+
+    Examples
+    --------
+    >>> import posenc
+    >>> assert_alibi_slopes_match_reference(posenc.alibi_slopes)
+    >>> plain = lambda n: 2.0 ** (-8.0 * np.arange(1, n + 1) / n)
+    >>> assert_alibi_slopes_match_reference(plain)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    AssertionError: slopes_fn(3) returned [...] but ALiBi's slopes for 3 heads are [...]...
+    """
+    _check_implementation(slopes_fn, "slopes_fn")
+    max_heads = _check_bounded_count(max_heads, "max_heads", minimum=1, maximum=1024)
+    rtol = _check_positive(rtol, "rtol")
+    for n_heads in range(1, max_heads + 1):
+        call = f"slopes_fn({n_heads})"
+        got = _as_array(_call(slopes_fn, call, n_heads), call).reshape(-1)
+        want = posenc.alibi_slopes(n_heads)
+        if got.shape == want.shape and np.all(np.abs(got - want) <= rtol * np.abs(want)):
+            continue
+        raise AssertionError(
+            f"{call} returned {_show(got)} but ALiBi's slopes for {n_heads} heads are {_show(want)} "
+            f"(rtol {rtol:g}). When n_heads is not a power of two, ALiBi takes the slopes of the largest power "
+            f"of two below it, then every other slope of twice that many heads."
+        )
+
+
+def assert_t5_buckets_in_range(bucket_fn, *, bidirectional=True, num_buckets=32, max_distance=128):
+    r"""Check that T5 relative-position buckets lie in ``[0, num_buckets)`` and match T5's, far past ``max_distance``.
+
+    Parameters
+    ----------
+    bucket_fn : callable
+        ``bucket_fn(relative_position, bidirectional=..., num_buckets=..., max_distance=...)`` maps an int64
+        array of ``key - query`` offsets to an array of buckets of the same shape, as
+        :func:`posenc.t5_relative_bucket` and Hugging Face's ``T5Attention._relative_position_bucket`` do.
+    bidirectional : bool, default True
+        Encoder-style (both signs get their own buckets) or decoder-style (positive offsets share bucket 0).
+    num_buckets : int, default 32
+        Number of buckets; between 2 and 1024 (even when bidirectional).
+    max_distance : int, default 128
+        Offsets this far or farther share the last bucket of their side; between 2 and ``2**20``, greater
+        than the exact-bucket range.
+
+    Returns
+    -------
+    None
+
+    Raises
+    ------
+    AssertionError
+        If a bucket falls outside ``[0, num_buckets)`` (the message gives the offset) or differs from T5's,
+        or if ``bucket_fn`` raises.
+    TypeError, ValueError
+        If an argument of the check is invalid.
+
+    Notes
+    -----
+    Half of a side's buckets hold one offset each; the other half cover offsets up to ``max_distance`` on a
+    logarithmic scale, and everything beyond must be clamped to the last bucket. Without the clamp, large
+    offsets get bucket numbers past the end, or spill into the buckets of the other sign. The check tries
+    every offset within ``4 * max_distance`` and a few far larger ones. The reference is
+    :func:`posenc.t5_relative_bucket`.
+
+    References
+    ----------
+    .. [1] C. Raffel et al., "Exploring the Limits of Transfer Learning with a Unified Text-to-Text
+       Transformer", JMLR 2020, arXiv:1910.10683.
+
+    Examples
+    --------
+    >>> import posenc
+    >>> assert_t5_buckets_in_range(posenc.t5_relative_bucket)
+    """
+    _check_implementation(bucket_fn, "bucket_fn")
+    bidirectional = check_flag(bidirectional, "bidirectional")
+    num_buckets = _check_bounded_count(num_buckets, "num_buckets", minimum=2, maximum=1024)
+    max_distance = _check_bounded_count(max_distance, "max_distance", minimum=2, maximum=2**20)
+    kwargs = dict(bidirectional=bidirectional, num_buckets=num_buckets, max_distance=max_distance)
+    reach = 4 * max_distance
+    offsets = np.concatenate(
+        [np.arange(-reach, reach + 1), [-(10**9), -(10**6), -(10**4), 10**4, 10**6, 10**9]]
+    ).astype(np.int64)
+    want = posenc.t5_relative_bucket(offsets, **kwargs)  # validates the combination of arguments
+    call = f"bucket_fn(offsets, bidirectional={bidirectional}, num_buckets={num_buckets}, max_distance={max_distance})"
+    got = _as_array(_call(bucket_fn, call, offsets.copy(), **kwargs), call)
+    _expect_shape(got, offsets.shape, call)
+    outside = (got < 0) | (got >= num_buckets) | ~np.isfinite(got)
+    if outside.any():
+        candidates = np.flatnonzero(outside)
+        i = int(candidates[np.argmin(np.abs(offsets[candidates]))])
+        raise AssertionError(
+            f"{call} puts offset {offsets[i]} in bucket {got[i]:g}, outside 0..{num_buckets - 1} "
+            f"({int(outside.sum())} of {len(offsets)} offsets outside; T5's bucket is {want[i]}). Offsets of "
+            f"max_distance or more must be clamped to the last bucket of their side."
+        )
+    wrong = got != want
+    if wrong.any():
+        candidates = np.flatnonzero(wrong)
+        i = int(candidates[np.argmin(np.abs(offsets[candidates]))])
+        raise AssertionError(
+            f"{call} puts offset {offsets[i]} in bucket {got[i]:g}, T5 puts it in {want[i]} ({int(wrong.sum())} "
+            f"of {len(offsets)} offsets differ). Offsets of max_distance or more must be clamped to the last "
+            f"bucket of their side, not spill past it."
+        )

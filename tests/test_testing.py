@@ -1,0 +1,497 @@
+"""posenc.testing: every check passes on posenc's implementations and fails on faulty ones.
+
+Each faulty implementation below reproduces, in a few lines, the mechanism of a bug reported in a public
+issue tracker (the chapter notebooks/10_bug_gallery.ipynb cites each one). A check that let one of them
+through, or that failed on posenc, would be a wrong check.
+"""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import posenc
+from posenc.nn import RotaryEmbedding
+from posenc.testing import (
+    assert_alibi_slopes_match_reference,
+    assert_layouts_agree_after_permutation,
+    assert_rotary_angles_accurate,
+    assert_rotary_calls_independent,
+    assert_rotary_offset_matches_slice,
+    assert_rotary_scores_depend_on_offset_only,
+    assert_sinusoidal_matches_reference,
+    assert_sinusoidal_odd_width_handled,
+    assert_t5_buckets_in_range,
+)
+
+# --- Faulty sinusoidal tables: (n_positions, d_model) -> (n_positions, d_model) -----------------------------
+
+
+def _interleave(angles_sin, angles_cos):
+    table = np.empty((angles_sin.shape[0], 2 * angles_sin.shape[1]))
+    table[:, 0::2], table[:, 1::2] = np.sin(angles_sin), np.cos(angles_cos)
+    return table
+
+
+def per_column_exponent(n, d):
+    """jadore801120/attention-is-all-you-need-pytorch#32, Kyubyong/transformer#38: 2 * j / d for column j."""
+    angles = np.outer(np.arange(n), 10000.0 ** (-2.0 * np.arange(d) / d))
+    return np.where(np.arange(d) % 2 == 0, np.sin(angles), np.cos(angles))
+
+
+def cosine_exponent_shifted(n, d):
+    """SamLynnEvans/Transformer#7: the cosine of pair i gets 2 * (i + 1) / d."""
+    columns = np.arange(0, d, 2)
+    p = np.arange(n)[:, None]
+    return _interleave(p / 10000.0 ** (columns / d), p / 10000.0 ** ((columns + 2) / d))
+
+
+def precedence(n, d):
+    """zju3dv/LoFTR#41: -log(10000) / d // 2 is (-log(10000) / d) // 2 = -1."""
+    div_term = np.exp(np.arange(0, d, 2) * (-math.log(10000.0) / d // 2))
+    angles = np.arange(n)[:, None] * div_term
+    return _interleave(angles, angles)
+
+
+def integer_division(n, d):
+    """Kyubyong/transformer PR #81: (i - i % 2) // d is 0 for every column (Python 2's int division)."""
+    table = np.array([[p / 10000 ** ((i - i % 2) // d) for i in range(d)] for p in range(n)], dtype=float)
+    table[:, 0::2], table[:, 1::2] = np.sin(table[:, 0::2]), np.cos(table[:, 1::2])
+    return table
+
+
+def divided_by_context(n, d):
+    """warner-benjamin/commented-transformers#1: div_term uses the context size where d_model belongs."""
+    div_term = np.exp(np.arange(0, d, 2) * (-math.log(10000.0) / n))
+    angles = np.arange(n)[:, None] * div_term
+    return _interleave(angles, angles)
+
+
+def divides_by_div_term(n, d):
+    """harvardnlp/annotated-transformer#131: position / div_term instead of position * div_term."""
+    div_term = np.exp(np.arange(0, d, 2) * (-math.log(10000.0) / d))
+    angles = np.arange(n)[:, None] / div_term
+    return _interleave(angles, angles)
+
+
+def index_not_slice(n, d):
+    """DiffPoseTalk/DiffPoseTalk#20: pe[:, seq_len] (one row) is added where pe[:, :seq_len] was meant."""
+    pe = posenc.sinusoidal(4096, d, dtype=np.float64)
+    return np.zeros((n, d)) + pe[n]
+
+
+def odd_width_crash(n, d):
+    """codertimo/BERT-pytorch#78: ceil(d / 2) cosines assigned to floor(d / 2) odd columns."""
+    div_term = np.exp(np.arange(0, d, 2) * (-math.log(10000.0) / d))
+    table = np.zeros((n, d))
+    table[:, 0::2] = np.sin(np.arange(n)[:, None] * div_term)
+    table[:, 1::2] = np.cos(np.arange(n)[:, None] * div_term)  # shape mismatch for odd d
+    return table
+
+
+FAULTY_TABLES = [
+    per_column_exponent,
+    cosine_exponent_shifted,
+    precedence,
+    integer_division,
+    divided_by_context,
+    divides_by_div_term,
+    index_not_slice,
+]
+
+
+def test_sinusoidal_check_passes_on_posenc_in_every_layout():
+    for layout in posenc.LAYOUTS:
+        assert_sinusoidal_matches_reference(
+            lambda n, d, layout=layout: posenc.sinusoidal(n, d, layout=layout), layout=layout
+        )
+    assert_sinusoidal_matches_reference(
+        lambda n, d: posenc.sinusoidal(n, d, base=500.0), d_model=6, n_positions=3, base=500.0
+    )
+
+
+def test_sinusoidal_check_passes_on_the_torch_module():
+    module = posenc.nn.SinusoidalPositionalEncoding(64, max_len=256)
+    assert_sinusoidal_matches_reference(lambda n, d: module(torch.zeros(1, n, d))[0])
+
+
+@pytest.mark.parametrize("faulty", FAULTY_TABLES, ids=lambda f: f.__name__)
+def test_sinusoidal_check_fails_on_each_classic_mistake(faulty):
+    with pytest.raises(AssertionError, match=r"differs from the sinusoidal table in \d+ of 64 columns"):
+        assert_sinusoidal_matches_reference(faulty)
+
+
+def test_sinusoidal_check_fails_on_a_wrong_layout_and_names_the_column():
+    with pytest.raises(AssertionError, match=r"62 of 64 columns.*First wrong column: 1\."):
+        assert_sinusoidal_matches_reference(lambda n, d: posenc.sinusoidal(n, d, layout="halves"))
+
+
+@settings(max_examples=30)
+@given(
+    n=st.integers(2, 40),
+    half=st.integers(1, 16),
+    layout=st.sampled_from(posenc.LAYOUTS),
+    row=st.integers(0, 39),
+    column=st.integers(0, 31),
+    delta=st.floats(2e-5, 2.0),
+)
+def test_sinusoidal_check_catches_any_single_entry_off_by_more_than_atol(n, half, layout, row, column, delta):
+    """Property: posenc's table passes; the same table with one entry moved by more than atol fails."""
+    d = 2 * half
+    assert_sinusoidal_matches_reference(
+        lambda a, b: posenc.sinusoidal(a, b, layout=layout), n_positions=n, d_model=d, layout=layout
+    )
+    row, column = row % n, column % d
+
+    def nudged(a, b):
+        table = posenc.sinusoidal(a, b, layout=layout, dtype=np.float64)
+        table[row, column] += delta
+        return table
+
+    with pytest.raises(AssertionError, match=f"worst at row {row}, column {column}"):
+        assert_sinusoidal_matches_reference(nudged, n_positions=n, d_model=d, layout=layout)
+
+
+def test_sinusoidal_check_reports_a_crash_and_a_wrong_shape_as_failures():
+    with pytest.raises(AssertionError, match="raised ZeroDivisionError") as raised:
+        assert_sinusoidal_matches_reference(lambda n, d: 1 / 0)
+    assert isinstance(raised.value.__cause__, ZeroDivisionError)
+    with pytest.raises(AssertionError, match=r"returned shape \(64, 128\), expected \(128, 64\)"):
+        assert_sinusoidal_matches_reference(lambda n, d: posenc.sinusoidal(d, n))
+    with pytest.raises(AssertionError, match="must be finite"):
+        assert_sinusoidal_matches_reference(lambda n, d: np.full((n, d), np.nan))
+    with pytest.raises(AssertionError, match="not a real array"):
+        assert_sinusoidal_matches_reference(lambda n, d: "table")
+
+
+def test_odd_width_check_accepts_a_refusal_or_the_formula_and_rejects_a_crash():
+    assert_sinusoidal_odd_width_handled(posenc.sinusoidal)  # refuses with ValueError
+
+    def formula(n, d):  # column j: sin/cos of p * 10000 ** (-2 (j // 2) / d), last column an unpaired sine
+        j = np.arange(d)
+        angles = np.outer(np.arange(n), 10000.0 ** (-2 * (j // 2) / d))
+        return np.where(j % 2 == 0, np.sin(angles), np.cos(angles))
+
+    for d in (1, 3, 7, 31):
+        assert_sinusoidal_odd_width_handled(formula, d_model=d)
+    with pytest.raises(AssertionError, match="raised ValueError: could not broadcast") as raised:
+        assert_sinusoidal_odd_width_handled(odd_width_crash)
+    assert isinstance(raised.value.__cause__, ValueError)
+    with pytest.raises(AssertionError, match="not the formula's table"):
+        assert_sinusoidal_odd_width_handled(lambda n, d: formula(n, d + 1)[:, :d])
+
+
+# --- Faulty rotary implementations: rotate(x, positions) with x (seq, head_dim), interleaved pairs ----------
+
+
+def _rotate_interleaved(x, angles):
+    out = np.array(x, dtype=np.float64)
+    cos, sin = np.cos(angles), np.sin(angles)
+    out[..., 0::2] = x[..., 0::2] * cos - x[..., 1::2] * sin
+    out[..., 1::2] = x[..., 0::2] * sin + x[..., 1::2] * cos
+    return out
+
+
+def _inv_freq(head_dim, base=10000.0):
+    return base ** (-np.arange(0, head_dim, 2) / head_dim)
+
+
+def float32_angles(x, positions):
+    """A correct float32 implementation (Hugging Face computes the angles in float32): must pass."""
+    inv = _inv_freq(x.shape[-1]).astype(np.float32)
+    angles = np.outer(positions.astype(np.float32), inv)  # float32 product
+    return _rotate_interleaved(x, angles.astype(np.float64))
+
+
+def torch_angles(dtype):
+    """EleutherAI/gpt-neox#1003: positions, frequencies and angles in the model's dtype."""
+
+    def rotate(x, positions):
+        inv = torch.as_tensor(_inv_freq(x.shape[-1]), dtype=torch.float32).to(dtype)
+        t = torch.as_tensor(positions, dtype=torch.float32).to(dtype)
+        angles = torch.outer(t, inv)
+        return _rotate_interleaved(x, angles.double().numpy())
+
+    return rotate
+
+
+def arange_bfloat16(x, positions):
+    """pytorch/pytorch#137774: positions built by torch.arange in bfloat16 repeat values above 256."""
+    t = torch.arange(len(positions), dtype=torch.bfloat16).double().numpy()
+    return _rotate_interleaved(x, np.outer(t, _inv_freq(x.shape[-1])))
+
+
+def bfloat16_positions(x, positions):
+    """Positions rounded to bfloat16 (8 significant bits), frequencies and angles in float64."""
+    t = torch.as_tensor(positions).to(torch.bfloat16).double().numpy()
+    return _rotate_interleaved(x, np.outer(t, _inv_freq(x.shape[-1])))
+
+
+class BufferedRotary(torch.nn.Module):
+    """huggingface/transformers#25681: inv_freq is a buffer, so model.to(bfloat16) rounds it."""
+
+    def __init__(self, head_dim):
+        super().__init__()
+        self.register_buffer("inv_freq", torch.as_tensor(_inv_freq(head_dim), dtype=torch.float32))
+
+    def forward(self, x, positions):
+        t = positions.to(self.inv_freq.dtype)  # the positions follow the buffer's dtype
+        angles = torch.outer(t, self.inv_freq).double()
+        return torch.as_tensor(_rotate_interleaved(x.double().numpy(), angles.numpy()))
+
+
+def autocast_matmul(x, positions):
+    """huggingface/transformers PR #29285: under bfloat16 autocast the angle matmul runs in bfloat16."""
+    inv = torch.as_tensor(_inv_freq(x.shape[-1]), dtype=torch.float32)[:, None]
+    t = torch.as_tensor(positions, dtype=torch.float32)[None, :]
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        angles = (inv @ t).T
+    return _rotate_interleaved(x, angles.double().numpy())
+
+
+def test_rotary_angle_check_passes_on_posenc_and_on_float32():
+    assert_rotary_angles_accurate(posenc.rotate)
+    assert_rotary_angles_accurate(lambda x, p: posenc.rotate(x, p, layout="halves"), layout="halves")
+    assert_rotary_angles_accurate(lambda x, p: posenc.rotate(x, p, base=500.0), base=500.0, head_dim=16)
+    assert_rotary_angles_accurate(float32_angles)
+    assert_rotary_angles_accurate(float32_angles, n_positions=2**16)
+
+
+def test_rotary_angle_check_passes_on_the_torch_module():
+    assert_rotary_angles_accurate(RotaryEmbedding(64))
+    assert_rotary_angles_accurate(RotaryEmbedding(32, layout="halves"), head_dim=32, layout="halves")
+
+
+@pytest.mark.parametrize(
+    "faulty",
+    [torch_angles(torch.float16), torch_angles(torch.bfloat16), arange_bfloat16, autocast_matmul],
+    ids=["float16", "bfloat16", "arange_bfloat16", "autocast"],
+)
+def test_rotary_angle_check_fails_on_reduced_precision_angles(faulty):
+    with pytest.raises(AssertionError, match="rotary angles are off by more than"):
+        assert_rotary_angles_accurate(faulty)
+
+
+def test_rotary_angle_check_fails_on_a_module_cast_to_bfloat16_and_passes_before():
+    module = BufferedRotary(64)
+    assert_rotary_angles_accurate(module)
+    with pytest.raises(AssertionError, match="the first wrong position is"):
+        assert_rotary_angles_accurate(module.to(torch.bfloat16))
+
+
+def test_rotary_angle_check_fails_on_the_wrong_layout_or_base():
+    with pytest.raises(AssertionError, match="rotary angles"):
+        assert_rotary_angles_accurate(lambda x, p: posenc.rotate(x, p, layout="halves"))
+    with pytest.raises(AssertionError, match="rotary angles"):
+        assert_rotary_angles_accurate(lambda x, p: posenc.rotate(x, p, base=500000.0))
+
+
+def test_rotary_angle_check_fails_on_a_rotation_that_scales():
+    with pytest.raises(AssertionError, match="length of the rotated unit pair 2.0000"):
+        assert_rotary_angles_accurate(lambda x, p: 2 * posenc.rotate(x, p), n_positions=8)
+
+
+def test_rotary_score_check_passes_on_posenc_and_float32_and_fails_on_bfloat16():
+    assert_rotary_scores_depend_on_offset_only(posenc.rotate)
+    assert_rotary_scores_depend_on_offset_only(float32_angles, shifts=(0, 2**16))
+    assert_rotary_scores_depend_on_offset_only(
+        lambda x, p: posenc.rotate(x, p, layout="halves"), layout="halves", distances=(-5, 3)
+    )
+    assert_rotary_scores_depend_on_offset_only(RotaryEmbedding(64))
+    # positions rounded to bfloat16 are exact up to 256 (shift 0 passes) and wrong beyond
+    assert_rotary_scores_depend_on_offset_only(bfloat16_positions, shifts=(0, 128))
+    with pytest.raises(AssertionError, match="the first at shift 1024"):
+        assert_rotary_scores_depend_on_offset_only(bfloat16_positions)
+    with pytest.raises(AssertionError, match="depends on more than the offset"):
+        assert_rotary_scores_depend_on_offset_only(torch_angles(torch.bfloat16))
+
+
+def test_rotary_score_check_fails_on_angles_that_are_not_linear_in_position():
+    squared = lambda x, p: posenc.rotate(x, p**2 / 100.0)  # noqa: E731
+    with pytest.raises(AssertionError, match="depends on more than"):
+        assert_rotary_scores_depend_on_offset_only(squared, shifts=(0, 10))
+
+
+# --- Faulty rotary modules called with an offset ------------------------------------------------------------
+
+
+class LengthKeyedCache:
+    """lucidrains/rotary-embedding-torch#11: the angle cache is keyed on the length, not the offset."""
+
+    def __init__(self):
+        self.cache = {}
+
+    def __call__(self, x, offset=0):
+        key = f"freqs:{x.shape[-2]}"
+        if key not in self.cache:
+            positions = offset + np.arange(x.shape[-2])
+            self.cache[key] = np.outer(positions, _inv_freq(x.shape[-1]))
+        return _rotate_interleaved(x, self.cache[key])
+
+
+class StaleDynamicNTK:
+    """huggingface/transformers#25306: dynamic NTK enlarges the base for a long input and keeps it."""
+
+    def __init__(self, max_positions=2048, factor=4.0):
+        self.max_positions, self.factor, self.base = max_positions, factor, 10000.0
+
+    def __call__(self, x, offset=0):
+        seq_len, head_dim = offset + x.shape[-2], x.shape[-1]
+        if seq_len > self.max_positions:  # only ever grows
+            growth = self.factor * seq_len / self.max_positions - (self.factor - 1)
+            self.base = 10000.0 * growth ** (head_dim / (head_dim - 2))
+        positions = offset + np.arange(x.shape[-2])
+        return _rotate_interleaved(x, np.outer(positions, _inv_freq(head_dim, self.base)))
+
+
+def posenc_with_offset(x, offset=0):
+    return posenc.rotate(x, offset + np.arange(x.shape[-2]))
+
+
+def test_offset_check_passes_on_posenc_and_fails_on_a_length_keyed_cache():
+    assert_rotary_offset_matches_slice(posenc_with_offset)
+    assert_rotary_offset_matches_slice(RotaryEmbedding(64))
+    assert_rotary_offset_matches_slice(RotaryEmbedding(16, layout="halves"), head_dim=16, offset=100, seq_len=3)
+    with pytest.raises(AssertionError, match="It equals fn\\(tail, offset=0\\): the offset is ignored"):
+        assert_rotary_offset_matches_slice(LengthKeyedCache())
+
+
+def test_offset_check_fails_when_the_offset_is_applied_twice():
+    with pytest.raises(AssertionError, match="differs from rows 5 to 20") as raised:
+        assert_rotary_offset_matches_slice(lambda x, offset=0: posenc_with_offset(x, 2 * offset))
+    assert "ignored" not in str(raised.value)
+
+
+def test_independence_check_passes_on_posenc_and_fails_on_a_stale_dynamic_base():
+    assert_rotary_calls_independent(posenc_with_offset)
+    assert_rotary_calls_independent(RotaryEmbedding(64))
+    dynamic = StaleDynamicNTK()
+    assert_rotary_calls_independent(dynamic, long_len=2048)  # within the trained length: nothing changes
+    with pytest.raises(AssertionError, match="leaks into the short one"):
+        assert_rotary_calls_independent(StaleDynamicNTK(), long_len=4096)
+
+
+# --- Weight conversions between rotary layouts ----------------------------------------------------------------
+
+
+def hf_permute(w, n_heads):
+    """transformers' convert_llama_weights_to_hf.py: interleaved (Meta) rows -> halves (Hugging Face)."""
+    rows, cols = w.shape
+    return w.reshape(n_heads, rows // n_heads // 2, 2, cols).transpose(0, 2, 1, 3).reshape(rows, cols)
+
+
+def llamacpp_permute(w, n_head, n_head_kv):
+    """ggml-org/llama.cpp PR #3364: halves -> interleaved, with n_head //= n_head_kv for the keys."""
+    if n_head_kv is not None and n_head != n_head_kv:
+        n_head //= n_head_kv
+    return w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
+def test_layout_check_passes_on_the_reference_permutations():
+    for n_heads in (1, 2, 4):
+        assert_layouts_agree_after_permutation(lambda w, n=n_heads: hf_permute(w, n), n_heads=n_heads)
+        order = posenc.rotary_weight_permutation("halves", "interleaved", 8, n_heads=n_heads)
+        assert_layouts_agree_after_permutation(
+            lambda w, o=order: w[o], n_heads=n_heads, source="halves", target="interleaved"
+        )
+    assert_layouts_agree_after_permutation(lambda w: w, source="halves", target="halves")
+
+
+def test_layout_check_fails_on_the_grouped_query_key_bug_and_passes_after_the_fix():
+    # keys of a model with 8 query heads and 2 key-value heads: the bug uses 8 // 2 = 4 heads
+    buggy = lambda w: llamacpp_permute(w, 8, 2)  # noqa: E731
+    with pytest.raises(AssertionError, match="check the head count"):
+        assert_layouts_agree_after_permutation(buggy, n_heads=2, source="halves", target="interleaved")
+    fixed = lambda w: llamacpp_permute(w, 2, None)  # noqa: E731
+    assert_layouts_agree_after_permutation(fixed, n_heads=2, source="halves", target="interleaved")
+    # with 64 and 8 heads the bug is invisible: 64 // 8 == 8
+    assert_layouts_agree_after_permutation(
+        lambda w: llamacpp_permute(w, 64, 8), n_heads=8, source="halves", target="interleaved"
+    )
+
+
+def test_layout_check_fails_when_a_permutation_is_skipped_or_applied_for_nothing():
+    """huggingface/nanotron#241 and PR #427: the layout flag not followed."""
+    with pytest.raises(AssertionError, match="2 of 2 heads wrong"):
+        assert_layouts_agree_after_permutation(lambda w: w)  # interleaved model exported unpermuted
+    with pytest.raises(AssertionError, match="from halves to halves"):
+        assert_layouts_agree_after_permutation(lambda w: hf_permute(w, 2), source="halves", target="halves")
+
+
+# --- ALiBi and T5 ------------------------------------------------------------------------------------------
+
+
+def plain_geometric_slopes(n):
+    """ml-explore/mlx#343: 2 ** (-8 i / n) for every n, right only for powers of two."""
+    return 2.0 ** (-8.0 * np.arange(1, n + 1) / n)
+
+
+def mpt_slopes_before_the_fix(n, alibi_bias_max=8):
+    """huggingface/transformers PR #28380: the 2**ceil(log2 n) slopes reshaped as if there were n."""
+    n2 = 2 ** math.ceil(math.log2(n))
+    base = torch.arange(1, n2 + 1, dtype=torch.float32) * (alibi_bias_max / n2)
+    slopes = (1.0 / torch.pow(2, base)).view(1, n, 1, 1)
+    if n2 != n:
+        slopes = torch.concat([slopes[1::2], slopes[::2]])[:n]
+    return slopes.reshape(-1)
+
+
+def mpt_slopes_after_the_fix(n, alibi_bias_max=8):
+    n2 = 2 ** math.ceil(math.log2(n))
+    base = torch.arange(1, n2 + 1, dtype=torch.float32) * (alibi_bias_max / n2)
+    slopes = 1.0 / torch.pow(2, base)
+    if n2 != n:
+        slopes = torch.concat([slopes[1::2], slopes[::2]])[:n]
+    return slopes
+
+
+def test_alibi_check_passes_on_posenc_and_on_mpt_after_the_fix():
+    assert_alibi_slopes_match_reference(posenc.alibi_slopes)
+    assert_alibi_slopes_match_reference(mpt_slopes_after_the_fix)
+
+
+def test_alibi_check_fails_on_the_plain_sequence_at_the_first_non_power_of_two():
+    assert_alibi_slopes_match_reference(plain_geometric_slopes, max_heads=2)
+    with pytest.raises(AssertionError, match=r"slopes_fn\(3\) returned"):
+        assert_alibi_slopes_match_reference(plain_geometric_slopes)
+
+
+def test_alibi_check_turns_mpts_crash_into_an_assertion():
+    with pytest.raises(AssertionError, match=r"slopes_fn\(3\) raised RuntimeError") as raised:
+        assert_alibi_slopes_match_reference(mpt_slopes_before_the_fix)
+    assert isinstance(raised.value.__cause__, RuntimeError)
+
+
+def t5_bucket_without_clamp(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
+    """huggingface/candle PR #1312: the log buckets are not clamped to num_buckets - 1."""
+    rp = np.asarray(relative_position, dtype=np.int64)
+    buckets = np.zeros_like(rp)
+    if bidirectional:
+        num_buckets //= 2
+        buckets += (rp > 0) * num_buckets
+        rp = np.abs(rp)
+    else:
+        rp = -np.minimum(rp, 0)
+    max_exact = num_buckets // 2
+    with np.errstate(divide="ignore"):
+        large = max_exact + (
+            np.log(np.maximum(rp, 1) / max_exact) / math.log(max_distance / max_exact) * (num_buckets - max_exact)
+        ).astype(np.int64)
+    return buckets + np.where(rp < max_exact, rp, large)
+
+
+@pytest.mark.parametrize("bidirectional", [True, False])
+def test_t5_check_passes_on_posenc_and_fails_without_the_clamp(bidirectional):
+    assert_t5_buckets_in_range(posenc.t5_relative_bucket, bidirectional=bidirectional)
+    assert_t5_buckets_in_range(posenc.t5_relative_bucket, bidirectional=bidirectional, num_buckets=8, max_distance=20)
+    with pytest.raises(AssertionError, match="outside 0..31"):
+        assert_t5_buckets_in_range(t5_bucket_without_clamp, bidirectional=bidirectional)
+
+
+def test_t5_check_fails_on_buckets_in_range_but_wrong():
+    swapped = lambda r, **kw: posenc.t5_relative_bucket(-np.asarray(r), **kw)  # noqa: E731
+    with pytest.raises(AssertionError, match="offset -1 in bucket 17, T5 puts it in 1"):
+        assert_t5_buckets_in_range(swapped)
