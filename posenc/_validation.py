@@ -121,3 +121,27 @@ def check_table_size(n_rows: int, n_columns: int, rows_name: str = "positions", 
             f"{rows_name} x {columns_name} = {n_rows} x {n_columns} exceeds the limit of {MAX_TABLE_ELEMENTS} "
             f"elements: ask for a smaller {smaller}"
         )
+
+
+ROTARY_LAYOUTS = ("interleaved", "halves")
+"""Where the two members of each rotated pair sit in a rotary head: see :func:`posenc.rotate`."""
+
+
+def check_head_dim(head_dim) -> int:
+    """Return ``head_dim`` as an ``int``: positive, even, at most :data:`MAX_TABLE_ELEMENTS`."""
+    kind = f"a positive even int <= {MAX_TABLE_ELEMENTS}"
+    if isinstance(head_dim, (bool, np.bool_)) or not isinstance(head_dim, numbers.Integral):
+        raise TypeError(f"head_dim must be {kind}, got {type(head_dim).__name__} {head_dim!r}")
+    head_dim = int(head_dim)
+    if not 0 < head_dim <= MAX_TABLE_ELEMENTS or head_dim % 2:
+        raise ValueError(f"head_dim must be {kind}, got {head_dim}")
+    return head_dim
+
+
+def check_rotary_layout(layout, name: str = "layout") -> str:
+    """Return ``layout`` if it is one of :data:`ROTARY_LAYOUTS`."""
+    if not isinstance(layout, str):
+        raise TypeError(f"{name} must be one of {ROTARY_LAYOUTS}, got {type(layout).__name__} {layout!r}")
+    if layout not in ROTARY_LAYOUTS:
+        raise ValueError(f"{name} must be one of {ROTARY_LAYOUTS}, got {layout!r}")
+    return layout

@@ -14,6 +14,8 @@ from posenc.chapters.plotting import heatmap
 from posenc.chapters.prototypes import binary_code, dyadic_dials, normalised_count, raw_count
 from posenc.chapters.tabular import FeatureTokenizer, TinyFTTransformer, permute_features, train_regression
 from posenc.nn import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
+from posenc.nn.rotary import RotaryEmbedding
+from posenc.rotary import rotary_attention_factor, rotary_frequencies, rotary_weight_permutation, rotate
 
 
 def _tiny_regression(y_shape=(4,)):
@@ -103,6 +105,176 @@ BAD_CALLS = {
         "d_model",
     ),
     "learned too long": (lambda: LearnedPositionalEmbedding(4, 8)(torch.zeros(1, 5, 8)), ValueError, "max_len"),
+    # rotary position embedding (posenc.rotary, posenc.nn.rotary)
+    "rotary odd head_dim": (lambda: rotary_frequencies(7), ValueError, "head_dim"),
+    "rotary str head_dim": (lambda: rotary_frequencies("64"), TypeError, "head_dim"),
+    "rotary huge head_dim": (lambda: rotary_frequencies(2**40), ValueError, "head_dim"),
+    "rotary base of one": (lambda: rotary_frequencies(8, base=1.0), ValueError, "base"),
+    "rotary scaling not a dict": (lambda: rotary_frequencies(8, scaling="linear"), TypeError, "scaling"),
+    "rotary unknown rope_type": (
+        lambda: rotary_frequencies(8, scaling={"rope_type": "longrope"}),
+        ValueError,
+        "rope_type",
+    ),
+    "rotary non-str rope_type": (lambda: rotary_frequencies(8, scaling={"rope_type": 1}), TypeError, "rope_type"),
+    "rotary type and rope_type differ": (
+        lambda: rotary_frequencies(8, scaling={"rope_type": "linear", "type": "dynamic", "factor": 2.0}),
+        ValueError,
+        "rope_type",
+    ),
+    "rotary missing factor": (lambda: rotary_frequencies(8, scaling={"rope_type": "linear"}), ValueError, "factor"),
+    "rotary factor below one": (
+        lambda: rotary_frequencies(8, scaling={"rope_type": "linear", "factor": 0.5}),
+        ValueError,
+        "factor",
+    ),
+    "rotary str factor": (
+        lambda: rotary_frequencies(8, scaling={"rope_type": "linear", "factor": "2"}),
+        TypeError,
+        "factor",
+    ),
+    "rotary nan factor": (
+        lambda: rotary_frequencies(8, scaling={"rope_type": "linear", "factor": float("nan")}),
+        ValueError,
+        "factor",
+    ),
+    "rotary misspelt key": (
+        lambda: rotary_frequencies(8, scaling={"rope_type": "linear", "factr": 2.0}),
+        ValueError,
+        "factr",
+    ),
+    "rotary factor with default": (lambda: rotary_frequencies(8, scaling={"factor": 2.0}), ValueError, "factor"),
+    "rotary dynamic without length": (
+        lambda: rotary_frequencies(8, scaling={"rope_type": "dynamic", "factor": 2.0}),
+        ValueError,
+        "original_max_position_embeddings",
+    ),
+    "rotary dynamic head_dim 2": (
+        lambda: rotary_frequencies(
+            2, scaling={"rope_type": "dynamic", "factor": 2.0, "original_max_position_embeddings": 8}
+        ),
+        ValueError,
+        "head_dim",
+    ),
+    "rotary float trained length": (
+        lambda: rotary_frequencies(
+            8, scaling={"rope_type": "yarn", "factor": 2.0, "original_max_position_embeddings": 4096.0}
+        ),
+        TypeError,
+        "original_max_position_embeddings",
+    ),
+    "rotary yarn beta_fast below beta_slow": (
+        lambda: rotary_frequencies(
+            8,
+            scaling={"rope_type": "yarn", "factor": 2.0, "original_max_position_embeddings": 64, "beta_fast": 0.5},
+        ),
+        ValueError,
+        "beta_fast",
+    ),
+    "rotary yarn zero beta_slow": (
+        lambda: rotary_frequencies(
+            8, scaling={"rope_type": "yarn", "factor": 2.0, "original_max_position_embeddings": 64, "beta_slow": 0}
+        ),
+        ValueError,
+        "beta_slow",
+    ),
+    "rotary yarn int truncate": (
+        lambda: rotary_frequencies(
+            8, scaling={"rope_type": "yarn", "factor": 2.0, "original_max_position_embeddings": 64, "truncate": 1}
+        ),
+        TypeError,
+        "truncate",
+    ),
+    "rotary llama3 high below low": (
+        lambda: rotary_frequencies(
+            8,
+            scaling={
+                "rope_type": "llama3",
+                "factor": 8.0,
+                "original_max_position_embeddings": 8192,
+                "low_freq_factor": 4.0,
+                "high_freq_factor": 1.0,
+            },
+        ),
+        ValueError,
+        "high_freq_factor",
+    ),
+    "rotary rope_theta disagrees with base": (
+        lambda: rotary_frequencies(8, scaling={"rope_type": "default", "rope_theta": 500000.0}),
+        ValueError,
+        "rope_theta",
+    ),
+    "rotary partial rotary factor": (
+        lambda: rotary_frequencies(8, scaling={"partial_rotary_factor": 0.5}),
+        ValueError,
+        "partial_rotary_factor",
+    ),
+    "rotary negative seq_len": (lambda: rotary_frequencies(8, seq_len=-1), ValueError, "seq_len"),
+    "rotary str seq_len": (lambda: rotary_frequencies(8, seq_len="4096"), TypeError, "seq_len"),
+    "attention factor of a str": (lambda: rotary_attention_factor("yarn"), TypeError, "scaling"),
+    "attention factor negative": (
+        lambda: rotary_attention_factor(
+            {"rope_type": "yarn", "factor": 2.0, "original_max_position_embeddings": 8, "attention_factor": -1.0}
+        ),
+        ValueError,
+        "attention_factor",
+    ),
+    "rotate odd head_dim": (lambda: rotate(np.zeros((3, 5)), 3), ValueError, "x"),
+    "rotate 1-D x": (lambda: rotate(np.zeros(4), 1), ValueError, "x"),
+    "rotate complex x": (lambda: rotate(np.zeros((2, 4), dtype=complex), 2), TypeError, "x"),
+    "rotate ragged x": (lambda: rotate([[1.0, 2.0], [3.0]], 2), TypeError, "x"),
+    "rotate positions of the wrong length": (lambda: rotate(np.zeros((3, 4)), [0.0, 1.0]), ValueError, "positions"),
+    "rotate nan position": (lambda: rotate(np.zeros((2, 4)), [0.0, np.nan]), ValueError, "positions"),
+    "rotate cos_first layout": (lambda: rotate(np.zeros((2, 4)), 2, layout="cos_first"), ValueError, "layout"),
+    "rotate bad scaling": (lambda: rotate(np.zeros((2, 4)), 2, scaling={"rope_type": "ntk"}), ValueError, "rope_type"),
+    "permutation unknown source": (lambda: rotary_weight_permutation("gptj", "halves", 8), ValueError, "source"),
+    "permutation None target": (lambda: rotary_weight_permutation("halves", None, 8), TypeError, "target"),
+    "permutation odd head_dim": (lambda: rotary_weight_permutation("halves", "halves", 9), ValueError, "head_dim"),
+    "permutation zero heads": (
+        lambda: rotary_weight_permutation("halves", "interleaved", 8, n_heads=0),
+        ValueError,
+        "n_heads",
+    ),
+    "permutation too many rows": (
+        lambda: rotary_weight_permutation("halves", "interleaved", 2**20, n_heads=2**20),
+        ValueError,
+        "n_heads",
+    ),
+    "rotary module odd head_dim": (lambda: RotaryEmbedding(7), ValueError, "head_dim"),
+    "rotary module cos_first": (lambda: RotaryEmbedding(8, layout="cos_first"), ValueError, "layout"),
+    "rotary module bad scaling": (lambda: RotaryEmbedding(8, scaling={"rope_type": "ntk"}), ValueError, "rope_type"),
+    "rotary module wrong head_dim": (lambda: RotaryEmbedding(8)(torch.zeros(1, 3, 6)), ValueError, "head_dim"),
+    "rotary module 1-D input": (lambda: RotaryEmbedding(8)(torch.zeros(8)), ValueError, "x"),
+    "rotary module integer input": (lambda: RotaryEmbedding(8)(torch.zeros(3, 8, dtype=torch.long)), TypeError, "x"),
+    "rotary module numpy input": (lambda: RotaryEmbedding(8)(np.zeros((3, 8))), TypeError, "x"),
+    "rotary module negative offset": (lambda: RotaryEmbedding(8)(torch.zeros(3, 8), offset=-1), ValueError, "offset"),
+    "rotary module float offset": (lambda: RotaryEmbedding(8)(torch.zeros(3, 8), offset=1.0), TypeError, "offset"),
+    "rotary module offset past 2**53": (
+        lambda: RotaryEmbedding(8)(torch.zeros(3, 8), offset=2**53),
+        ValueError,
+        "offset",
+    ),
+    "rotary module offset and positions": (
+        lambda: RotaryEmbedding(8)(torch.zeros(3, 8), offset=1, positions=torch.arange(3)),
+        ValueError,
+        "offset",
+    ),
+    "rotary module short positions": (
+        lambda: RotaryEmbedding(8)(torch.zeros(3, 8), positions=torch.arange(2)),
+        ValueError,
+        "positions",
+    ),
+    "rotary module nan positions": (
+        lambda: RotaryEmbedding(8)(torch.zeros(2, 8), positions=torch.tensor([0.0, float("nan")])),
+        ValueError,
+        "positions",
+    ),
+    "rotary module bool positions": (
+        lambda: RotaryEmbedding(8)(torch.zeros(2, 8), positions=torch.tensor([True, False])),
+        TypeError,
+        "positions",
+    ),
+    "rotary module int positions": (lambda: RotaryEmbedding(8)(torch.zeros(2, 8), positions=2), TypeError, "positions"),
     # plotting
     "heatmap of a vector": (lambda: heatmap(np.zeros(5)), ValueError, "table"),
     # the prototype codes (posenc.chapters.prototypes)

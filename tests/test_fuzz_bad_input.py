@@ -39,6 +39,8 @@ from posenc.chapters.plotting import heatmap
 from posenc.chapters.prototypes import binary_code, dyadic_dials, normalised_count, raw_count
 from posenc.chapters.tabular import FeatureTokenizer, TinyFTTransformer, permute_features, train_regression
 from posenc.nn import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
+from posenc.nn.rotary import RotaryEmbedding
+from posenc.rotary import rotary_attention_factor, rotary_frequencies, rotary_weight_permutation, rotate
 
 SECONDS_PER_CALL = 30
 
@@ -116,6 +118,13 @@ def _check_forward_result(out, kwargs, expected_shape=None):
     assert out.shape == (expected_shape or x.shape), f"shape {tuple(out.shape)}"
     if torch.isfinite(x).all():
         assert torch.isfinite(out).all(), "non-finite output for finite input"
+
+
+def _check_rotated(out, kwargs):
+    x = np.asarray(kwargs["x"], dtype=np.float64)
+    assert out.shape == x.shape, f"shape {out.shape}"
+    if np.all(np.isfinite(x)):
+        assert np.all(np.isfinite(out)), "non-finite output for finite input"
 
 
 def _check_heatmap(ax, kwargs):
@@ -197,6 +206,64 @@ SPECS = {
         lambda a: layout_permutation(a["source"], a["target"], a["d_model"]),
         lambda: dict(source="interleaved", target="halves", d_model=8),
         lambda out, a: np.testing.assert_array_equal(np.sort(out), np.arange(a["d_model"])),
+    ),
+    "posenc.rotary_frequencies": Spec(
+        rotary_frequencies,
+        lambda a: rotary_frequencies(a["head_dim"], base=a["base"], scaling=a["scaling"], seq_len=a["seq_len"]),
+        lambda: dict(
+            head_dim=8,
+            base=10000.0,
+            scaling={"rope_type": "dynamic", "factor": 2.0, "original_max_position_embeddings": 4},
+            seq_len=16,
+        ),
+        lambda out, a: _finite_array(out, (a["head_dim"] // 2,)),
+    ),
+    "posenc.rotary_attention_factor": Spec(
+        rotary_attention_factor,
+        lambda a: rotary_attention_factor(a["scaling"]),
+        lambda: dict(scaling={"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 16}),
+        lambda out, a: isinstance(out, float) and math.isfinite(out) and out > 0 or pytest.fail(f"returned {out!r}"),
+    ),
+    "posenc.rotate": Spec(
+        rotate,
+        lambda a: rotate(a["x"], a["positions"], base=a["base"], layout=a["layout"], scaling=a["scaling"]),
+        lambda: dict(
+            x=np.ones((2, 3, 8)),
+            positions=[0.0, 1.5, 3.0],
+            base=10000.0,
+            layout="halves",
+            scaling={"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 16},
+        ),
+        _check_rotated,
+    ),
+    "posenc.rotary_weight_permutation": Spec(
+        rotary_weight_permutation,
+        lambda a: rotary_weight_permutation(a["source"], a["target"], a["head_dim"], n_heads=a["n_heads"]),
+        lambda: dict(source="interleaved", target="halves", head_dim=8, n_heads=2),
+        lambda out, a: np.testing.assert_array_equal(np.sort(out), np.arange(a["n_heads"] * a["head_dim"])),
+    ),
+    "posenc.nn.RotaryEmbedding": Spec(
+        RotaryEmbedding,
+        lambda a: RotaryEmbedding(a["head_dim"], base=a["base"], layout=a["layout"], scaling=a["scaling"]),
+        lambda: dict(
+            head_dim=8,
+            base=10000.0,
+            layout="interleaved",
+            scaling={
+                "rope_type": "llama3",
+                "factor": 8.0,
+                "original_max_position_embeddings": 16,
+                "low_freq_factor": 1.0,
+                "high_freq_factor": 4.0,
+            },
+        ),
+        lambda module, a: _check_module_forward(module, a["head_dim"]),
+    ),
+    "posenc.nn.RotaryEmbedding.forward": Spec(
+        RotaryEmbedding.forward,
+        lambda a: RotaryEmbedding(8, layout="halves")(a["x"], offset=a["offset"], positions=a["positions"]),
+        lambda: dict(x=torch.zeros(2, 3, 8), offset=0, positions=torch.tensor([0.0, 2.5, 7.0])),
+        _check_forward_result,
     ),
     "posenc.chapters.prototypes.raw_count": Spec(
         raw_count,

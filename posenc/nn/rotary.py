@@ -1,0 +1,229 @@
+r"""Rotary position embedding (Su et al., 2021) as a module that rotates queries or keys.
+
+The module holds no parameters and no buffers: its frequencies are a float64 NumPy array, and its cos/sin
+tables are computed in float64 for the positions of each call, rounded once to the dtype of the
+computation, and kept in a small cache keyed on everything that determines them.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections import OrderedDict
+
+import numpy as np
+import torch
+from torch import nn
+
+from posenc._validation import check_base, check_head_dim, check_positions, check_rotary_layout
+from posenc.nn._checks import check_rotary_input
+from posenc.rotary import _attention_factor, _frequencies, _parse_scaling
+
+__all__ = ["RotaryEmbedding"]
+
+_MAX_OFFSET = 2**53
+"""Largest ``offset + seq``: positions stay exact integers in float64 up to here."""
+
+_BLOCK_BYTES = 2**20
+"""Bytes of input per block of the halves layout's in-cache passes."""
+
+
+class RotaryEmbedding(nn.Module):
+    r"""Rotate queries or keys by their positions: rotary position embedding.
+
+    Parameters
+    ----------
+    head_dim : int
+        Features per head, all of them rotated; positive and even.
+    base : float, default 10000.0
+        As in :func:`posenc.rotary_frequencies` (``rope_theta`` in transformers' configs).
+    layout : {"interleaved", "halves"}, default "interleaved"
+        Which features form a rotated pair: ``2i`` and ``2i + 1`` (RoFormer, GPT-J, Meta's Llama code,
+        rotary-embedding-torch) or ``i`` and ``i + head_dim // 2`` (GPT-NeoX, transformers'
+        ``rotate_half``). See :func:`posenc.rotary_weight_permutation` to move weights between them.
+    scaling : dict or None, default None
+        A transformers-style ``rope_parameters`` dict (``"linear"``, ``"dynamic"``, ``"yarn"``,
+        ``"llama3"``), as in :func:`posenc.rotary_frequencies`.
+
+    Notes
+    -----
+    ``forward(x, offset=0, positions=None)`` takes ``x`` of shape ``(..., seq, head_dim)``, any floating
+    dtype, and returns the rotated tensor with the same shape, dtype and device; the row ``r`` of ``x``
+    sits at position ``offset + r`` (``offset`` an int ``>= 0``, e.g. the number of tokens already in a
+    key/value cache), or at ``positions[r]`` for a given ``(seq,)`` tensor or array of real positions.
+    There is no maximum length.
+
+    *Precision.* Angles are never formed in float32 or bfloat16: the positions and frequencies are float64,
+    so is ``position * frequency``, and its cosine and sine are computed in float64 and rounded once, to
+    float64 for a float64 ``x`` and to float32 otherwise. float16 and bfloat16 inputs are rotated in
+    float32 and rounded back once. A float32 result is within ``1e-6 * max|x|`` of the float64 rotation
+    at every position up to 2**20 (the tests pin it), where a table built from float32 angles is off by
+    up to ``position * 2**-24`` radians: 0.06 at position 2**20.
+
+    *The interleaved layout* is computed as one complex multiplication, ``x`` read as complex numbers
+    ``x[2i] + 1j * x[2i + 1]`` times ``exp(1j * angle)`` (Meta's Llama code does the same). *The halves
+    layout* is ``x * [cos | cos]`` plus the two cross terms ``-x[half:] * sin`` and ``x[:half] * sin``,
+    on blocks of about 1 MiB that stay in cache between the passes.
+
+    *Tables.* The tables for the last few calls are cached, keyed on the offset and length (or the
+    positions themselves), the device and the dtype, so repeated calls with the same shape reuse them and
+    a new offset never reuses a table built for another (a cache that ignores the offset returns the
+    rotation of the wrong positions: lucidrains/rotary-embedding-torch#11). Tables are built on the CPU
+    (float64 is available there on every platform) and moved to ``x``'s device. The module has no
+    parameters or buffers, so its ``state_dict`` is empty and ``.to(dtype)`` cannot degrade its
+    frequencies.
+
+    *Scalings.* For ``"yarn"`` the result is multiplied by :func:`posenc.rotary_attention_factor`, as
+    transformers multiplies its cos and sin. For ``"dynamic"`` the frequencies of each call are those of
+    the length ``max(position) + 1`` of that call (transformers' ``dynamic_rope_update`` uses the largest
+    length seen so far instead): keys cached at an earlier, shorter length were rotated with other
+    frequencies, an inconsistency of dynamic scaling itself.
+
+    References
+    ----------
+    .. [1] J. Su et al., "RoFormer: Enhanced Transformer with Rotary Position Embedding", arXiv:2104.09864.
+
+    Examples
+    --------
+    >>> rope = RotaryEmbedding(64)
+    >>> q = torch.randn(2, 8, 16, 64)  # (batch, heads, seq, head_dim)
+    >>> rope(q).shape, rope(q.to(torch.bfloat16)).dtype
+    (torch.Size([2, 8, 16, 64]), torch.bfloat16)
+    >>> torch.allclose(rope(q[..., 5:, :], offset=5), rope(q)[..., 5:, :])  # a later slice, same rotation
+    True
+    >>> len(rope.state_dict()), len(list(rope.parameters()))
+    (0, 0)
+    """
+
+    _CACHED_TABLES = 4
+
+    def __init__(self, head_dim, *, base=10000.0, layout="interleaved", scaling=None):
+        super().__init__()
+        self.head_dim = check_head_dim(head_dim)
+        self.base = check_base(base)
+        self.layout = check_rotary_layout(layout)
+        self._scaling = _parse_scaling(scaling, self.base)
+        if self._scaling["rope_type"] == "dynamic" and self.head_dim < 4:
+            raise ValueError(f"head_dim must be >= 4 for rope_type 'dynamic', got {self.head_dim}")
+        self.scaling = None if scaling is None else dict(scaling)
+        self.attention_factor = _attention_factor(self._scaling)
+        # float64 NumPy, not a buffer: .to(torch.float16) must not round the frequencies.
+        self._inv_freq = None if self._scaling["rope_type"] == "dynamic" else self._frequencies(None)
+        self._tables: OrderedDict = OrderedDict()
+
+    def _frequencies(self, seq_len) -> np.ndarray:
+        return _frequencies(self.head_dim, self.base, self._scaling, seq_len)
+
+    def _build_table(self, positions: np.ndarray, device: torch.device, dtype: torch.dtype) -> torch.Tensor:
+        """The table of float64 ``positions``: complex ``(seq, half)``, or cos and sin stacked ``(2, seq, half)``."""
+        inv_freq = self._inv_freq
+        if inv_freq is None:  # dynamic: the frequencies depend on the length of this call
+            inv_freq = self._frequencies(float(positions.max()) + 1.0 if len(positions) else None)
+        angles = np.multiply.outer(positions, inv_freq)
+        cosines = torch.from_numpy(self.attention_factor * np.cos(angles))
+        sines = torch.from_numpy(self.attention_factor * np.sin(angles))
+        if self.layout == "interleaved":
+            complex_dtype = torch.complex128 if dtype == torch.float64 else torch.complex64
+            table = torch.complex(cosines, sines).to(complex_dtype)
+        else:
+            table = torch.stack((cosines, sines)).to(dtype)
+        return table.to(device)
+
+    def _table(self, key, positions, device, dtype) -> torch.Tensor:
+        table = self._tables.get(key)
+        if table is None:
+            table = self._build_table(positions(), device, dtype)
+            self._tables[key] = table
+            while len(self._tables) > self._CACHED_TABLES:
+                self._tables.popitem(last=False)
+        else:
+            self._tables.move_to_end(key)
+        return table
+
+    def forward(self, x: torch.Tensor, *, offset=0, positions=None) -> torch.Tensor:
+        seq = check_rotary_input(x, self.head_dim)
+        offset = _check_offset(offset, seq)
+        dtype = torch.float64 if x.dtype == torch.float64 else torch.float32
+        if positions is None:
+            key = ("offset", offset, seq, x.device, dtype)
+            table = self._table(key, lambda: offset + np.arange(seq, dtype=np.float64), x.device, dtype)
+        else:
+            if offset:
+                raise ValueError(f"pass offset or positions, not both: got offset={offset} and positions")
+            position_array = _positions_array(positions, seq, self.head_dim)
+            key = ("positions", position_array.tobytes(), x.device, dtype)
+            table = self._table(key, lambda: position_array, x.device, dtype)
+        computed = x.to(dtype)
+        if self.layout == "interleaved":
+            rotated = self._rotate_interleaved(computed, table)
+        else:
+            rotated = self._rotate_halves(computed, table)
+        return rotated.to(x.dtype)
+
+    @staticmethod
+    def _rotate_interleaved(x: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
+        # view_as_complex needs unit stride on the pair axis and even strides and offset elsewhere.
+        if x.stride(-1) != 1 or x.storage_offset() % 2 or any(stride % 2 for stride in x.stride()[:-1]):
+            x = x.contiguous()
+        pairs = torch.view_as_complex(x.unflatten(-1, (-1, 2)))
+        return torch.view_as_real(pairs * table).flatten(-2)
+
+    @staticmethod
+    def _rotate_halves(x: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
+        half = x.shape[-1] // 2
+        cosines, sines = table[0], table[1]
+        if torch.is_grad_enabled() and x.requires_grad:  # out= and in-place updates do not record gradients
+            first, second = x[..., :half], x[..., half:]
+            return torch.cat((first * cosines - second * sines, second * cosines + first * sines), dim=-1)
+        # rotated = x * [cos | cos], then the cross terms -second * sin and +first * sin on each half. The
+        # half-width updates touch every cache line of x and of the result, so they run on blocks of about
+        # _BLOCK_BYTES that stay in cache between the three passes.
+        seq, head_dim = x.shape[-2], x.shape[-1]
+        rows = x.reshape(math.prod(x.shape[:-2]), seq, head_dim)
+        rotated = torch.empty(rows.shape, dtype=x.dtype, device=x.device)
+        both_cosines = torch.cat((cosines, cosines), dim=-1)
+        block_rows = max(1, _BLOCK_BYTES // (head_dim * x.element_size()))
+        if seq >= block_rows:
+            blocks = [
+                (lead, slice(start, min(seq, start + block_rows)))
+                for lead in range(rows.shape[0])
+                for start in range(0, seq, block_rows)
+            ]
+        else:
+            leads = max(1, block_rows // max(seq, 1))
+            blocks = [(slice(lead, lead + leads), slice(None)) for lead in range(0, rows.shape[0], leads)]
+        for lead, positions in blocks:
+            source, target = rows[lead, positions], rotated[lead, positions]
+            torch.mul(source, both_cosines[positions], out=target)
+            target[..., :half].addcmul_(source[..., half:], sines[positions], value=-1)
+            target[..., half:].addcmul_(source[..., :half], sines[positions])
+        return rotated.view(x.shape)
+
+    def extra_repr(self) -> str:
+        return f"head_dim={self.head_dim}, base={self.base}, layout={self.layout!r}, scaling={self.scaling!r}"
+
+
+def _check_offset(offset, seq: int) -> int:
+    accepted = f"an int >= 0 with offset + seq <= 2**53 (seq = {seq})"
+    if isinstance(offset, (bool, np.bool_)) or not isinstance(offset, numbers.Integral):
+        raise TypeError(f"offset must be {accepted}, got {type(offset).__name__} {offset!r}")
+    offset = int(offset)
+    if offset < 0 or offset + seq > _MAX_OFFSET:
+        raise ValueError(f"offset must be {accepted}, got {offset}")
+    return offset
+
+
+def _positions_array(positions, seq: int, head_dim: int) -> np.ndarray:
+    """``positions`` (a tensor, array or sequence of ``seq`` finite reals) as float64 NumPy."""
+    if isinstance(positions, torch.Tensor):
+        if positions.is_complex() or positions.dtype == torch.bool:
+            raise TypeError(f"positions must be a tensor of real numbers, got dtype {positions.dtype}")
+        if positions.device.type == "meta":
+            raise ValueError("positions must hold values: got a tensor on the meta device")
+        positions = positions.detach().to("cpu", torch.float64).numpy()
+    if isinstance(positions, numbers.Integral) and not isinstance(positions, (bool, np.bool_)):
+        raise TypeError(f"positions must be a (seq,) tensor or array of real positions, got int {positions}")
+    array = check_positions(positions, head_dim)
+    if len(array) != seq:
+        raise ValueError(f"positions must have one entry per row of x (seq = x.shape[-2] = {seq}), got {len(array)}")
+    return array
