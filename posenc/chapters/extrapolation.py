@@ -62,7 +62,7 @@ MAX_EVAL_TOKENS = 2**22
 _ATTENTION_CHUNK = 2**22
 """Most attention-logit entries (sequences x heads x length**2) one evaluation batch holds."""
 
-MLP_RATIO = 4
+_MLP_RATIO = 4
 T5_NUM_BUCKETS = 32
 T5_MAX_DISTANCE = 128
 
@@ -189,7 +189,7 @@ def _entropy(p: np.ndarray, axis=None) -> np.ndarray:
     return -np.sum(p * np.log(safe), axis=axis)
 
 
-def markov_chain(seed, *, n_symbols=16, concentration=0.1) -> MarkovChain:
+def markov_chain(seed, *, n_symbols=16, concentration=0.05) -> MarkovChain:
     r"""A random order-2 Markov chain, with the exact entropy rate that bounds any model's loss on it.
 
     Parameters
@@ -198,7 +198,7 @@ def markov_chain(seed, *, n_symbols=16, concentration=0.1) -> MarkovChain:
         Seed of the transition table; an int in ``[0, 2**63 - 1]``.
     n_symbols : int, default 16
         Alphabet size :math:`n`; from 2 to :data:`MAX_SYMBOLS` (256).
-    concentration : float, default 0.1
+    concentration : float, default 0.05
         Parameter :math:`\alpha` of the symmetric Dirichlet each row is drawn from; in ``(0, 100]``. A small
         value gives peaked rows, a low entropy rate, and a source a tiny model can learn.
 
@@ -328,7 +328,7 @@ class _Block(nn.Module):
         self.qkv = nn.Linear(d_model, 3 * d_model)
         self.out = nn.Linear(d_model, d_model)
         self.norm2 = nn.LayerNorm(d_model)
-        hidden = MLP_RATIO * d_model
+        hidden = _MLP_RATIO * d_model
         self.mlp = nn.Sequential(nn.Linear(d_model, hidden), nn.ReLU(), nn.Linear(hidden, d_model))
 
     def forward(self, x, bias, rotary, positions):
@@ -337,8 +337,8 @@ class _Block(nn.Module):
         if rotary is not None:
             q = rotary(q, positions=positions)
             k = rotary(k, positions=positions)
-        logits = q @ k.transpose(-1, -2) / math.sqrt(self.head_dim) + bias
-        mixed = torch.softmax(logits, dim=-1) @ v
+        # softmax(q k^T / sqrt(head_dim) + bias) v, the bias holding the scheme's terms and the causal mask
+        mixed = nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=bias)
         x = x + self.out(mixed.transpose(1, 2).reshape(batch, seq, width))
         return x + self.mlp(self.norm2(x))
 
@@ -457,6 +457,10 @@ class TinyCausalLM(nn.Module):
                 raise TypeError(f"positions must be a floating-point torch.Tensor of shape ({seq},)")
             if positions.shape != (seq,) or not bool(torch.isfinite(positions).all()):
                 raise ValueError(f"positions must be a finite tensor of shape ({seq},), got {tuple(positions.shape)}")
+        return self._logits(tokens, positions)
+
+    def _logits(self, tokens: torch.Tensor, positions=None) -> torch.Tensor:
+        seq = tokens.shape[1]
         x = self.embed(tokens)
         if self.absolute is not None:
             x = self.absolute(x)
@@ -474,14 +478,14 @@ class TinyCausalLM(nn.Module):
 
 def _scored_loss(model: TinyCausalLM, sequences: torch.Tensor, positions=None) -> torch.Tensor:
     """Mean cross-entropy of the predictions of symbols 2, 3, ... (each has two predecessors)."""
-    logits = model(sequences[:, :-1], positions=positions)[:, 1:]
+    logits = model._logits(sequences[:, :-1], positions)[:, 1:]
     targets = sequences[:, 2:]
     return nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
 
 
 def _train(model, chain, *, steps, batch_size, length, lr, rng, positions=None) -> float:
     """Adam with a cosine-decayed learning rate on fresh sequences; returns the mean loss of the last 10 %."""
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr, fused=True)
     model.train()
     tail = []
     for step in range(steps):
@@ -578,13 +582,13 @@ def train_and_evaluate(
     concentration=0.05,
     train_len=32,
     eval_lens=(32, 64, 128, 256),
-    steps=300,
-    batch_size=32,
+    steps=150,
+    batch_size=16,
     d_model=32,
     n_heads=4,
     n_layers=2,
-    lr=3e-3,
-    eval_tokens=8192,
+    lr=1e-2,
+    eval_tokens=4096,
 ) -> ExtrapolationResult:
     r"""Train a :class:`TinyCausalLM` on sequences of ``train_len`` symbols and score it at other lengths.
 
@@ -601,16 +605,16 @@ def train_and_evaluate(
         Symbols of context per training sequence; from 2 to :data:`MAX_LENGTH`.
     eval_lens : sequence of int, default (32, 64, 128, 256)
         Context lengths to score; distinct, each from 2 to :data:`MAX_LENGTH`.
-    steps : int, default 300
+    steps : int, default 150
         Adam updates, each on ``batch_size`` fresh sequences; from 1 to :data:`MAX_STEPS`.
-    batch_size : int, default 32
+    batch_size : int, default 16
         From 1 to :data:`MAX_BATCH`; ``batch_size * n_heads * train_len**2`` must not exceed
         ``posenc.MAX_TABLE_ELEMENTS``.
     d_model, n_heads, n_layers : int, default 32, 4, 2
         As in :class:`TinyCausalLM`.
-    lr : float, default 3e-3
+    lr : float, default 1e-2
         Peak learning rate, in ``(0, 1]``; it decays to 0 along a half cosine.
-    eval_tokens : int, default 8192
+    eval_tokens : int, default 4096
         Scored symbols per evaluation length (rounded down to whole sequences, at least one sequence);
         from 1 to :data:`MAX_EVAL_TOKENS`.
 
@@ -660,4 +664,143 @@ def train_and_evaluate(
     return ExtrapolationResult(
         scheme, seed, source_seed, train_len, losses, tuple(skipped), train_loss, chain.entropy_rate,
         chain.order1_entropy,
+    )
+
+
+class InterpolationResult(NamedTuple):
+    """What :func:`position_interpolation` measured; every loss is in nats, as in :class:`ExtrapolationResult`.
+
+    Attributes
+    ----------
+    seed, source_seed, train_len, eval_len, finetune_steps : int
+        ``eval_len = factor * train_len``.
+    factor : int
+    trained : float
+        Loss of the trained model at ``train_len`` (positions ``0 ... train_len - 1``).
+    extrapolated, interpolated : float
+        Loss of the same model at ``eval_len`` with positions ``0 ... eval_len - 1`` (extrapolation) or
+        ``m / factor`` (Position Interpolation), before any fine-tuning.
+    finetuned_extrapolated, finetuned_interpolated : float
+        The same two losses after ``finetune_steps`` updates at ``eval_len``, each copy fine-tuned with
+        its own positions.
+    finetuned_extrapolated_short, finetuned_interpolated_short : float
+        The fine-tuned copies scored back at ``train_len``, each with the positions it was fine-tuned with
+        (``m`` or ``m / factor``).
+    """
+
+    seed: int
+    source_seed: int
+    train_len: int
+    eval_len: int
+    factor: int
+    finetune_steps: int
+    trained: float
+    extrapolated: float
+    interpolated: float
+    finetuned_extrapolated: float
+    finetuned_interpolated: float
+    finetuned_extrapolated_short: float
+    finetuned_interpolated_short: float
+
+
+def position_interpolation(
+    *,
+    seed,
+    source_seed=0,
+    concentration=0.05,
+    train_len=32,
+    factor=4,
+    steps=150,
+    finetune_steps=30,
+    batch_size=16,
+    d_model=32,
+    n_heads=4,
+    n_layers=2,
+    lr=1e-2,
+    finetune_lr=3e-3,
+    eval_tokens=4096,
+) -> InterpolationResult:
+    r"""Train a rotary model at ``train_len``, then run it at ``factor`` times that length, with and without PI.
+
+    Parameters
+    ----------
+    seed, source_seed, concentration, train_len, steps, batch_size, d_model, n_heads, n_layers, lr, eval_tokens
+        As in :func:`train_and_evaluate` with ``scheme="rotary"``; equal arguments train the same model.
+    factor : int, default 4
+        Ratio of the longer length to ``train_len``; from 2 to 64, with ``factor * train_len`` at most
+        :data:`MAX_LENGTH`.
+    finetune_steps : int, default 30
+        Adam updates at the longer length for each fine-tuned copy; from 1 to :data:`MAX_STEPS`. Each uses
+        ``max(1, batch_size // factor)`` sequences, as many symbols as a training step.
+    finetune_lr : float, default 3e-3
+        Peak learning rate of fine-tuning (cosine decay to 0), in ``(0, 1]``.
+
+    Returns
+    -------
+    result : InterpolationResult
+
+    Notes
+    -----
+    Position Interpolation (Chen et al., 2023) feeds the rotary embedding the positions
+    :math:`m' = m\,L / L'` for a model trained at length :math:`L` and run at :math:`L' = \text{factor}\cdot L`,
+    so every angle :math:`m'\theta_i` stays inside the range seen in training (what transformers'
+    ``{"rope_type": "linear", "factor": factor}`` does by dividing the frequencies instead). The price is
+    resolution: neighbours are :math:`1/\text{factor}` apart instead of 1. Chen et al. fine-tune their
+    interpolated LLaMA models for at most 1000 steps; here a few dozen steps at :math:`L'` stand for that.
+
+    References
+    ----------
+    .. [1] S. Chen, S. Wong, L. Chen, Y. Tian, "Extending Context Window of Large Language Models via
+       Positional Interpolation", 2023, arXiv:2306.15595.
+
+    Examples
+    --------
+    >>> r = position_interpolation(seed=0, train_len=8, factor=2, steps=2, finetune_steps=1, d_model=8)
+    >>> r.eval_len, r.factor
+    (16, 2)
+    """
+    seed, source_seed, train_len, steps, batch_size, d_model, n_heads, n_layers, lr, eval_tokens = _common(
+        seed, source_seed, train_len, steps, batch_size, d_model, n_heads, n_layers, lr, eval_tokens, "rotary"
+    )
+    concentration = _check_positive_real(concentration, "concentration", maximum=100.0)
+    factor = _check_int(factor, "factor", 2, 64)
+    if factor * train_len > MAX_LENGTH:
+        raise ValueError(
+            f"factor x train_len must be at most {MAX_LENGTH}, got factor={factor} and train_len={train_len}"
+        )
+    finetune_steps = _check_int(finetune_steps, "finetune_steps", 1, MAX_STEPS)
+    finetune_lr = _check_positive_real(finetune_lr, "finetune_lr", maximum=1.0)
+    eval_len = factor * train_len
+    finetune_batch = max(1, batch_size // factor)
+    _check_training_size(finetune_batch, n_heads, eval_len, "factor x train_len")
+
+    with _Threads():
+        chain = markov_chain(source_seed, concentration=concentration)
+        model, _ = _build_and_train(
+            "rotary", seed, chain, train_len=train_len, steps=steps, batch_size=batch_size, d_model=d_model,
+            n_heads=n_heads, n_layers=n_layers, lr=lr,
+        )
+        short = _eval_sequences(chain, source_seed, train_len, eval_tokens)
+        long = _eval_sequences(chain, source_seed, eval_len, eval_tokens)
+        short_scaled = torch.arange(train_len, dtype=torch.float64) / factor
+        long_scaled = torch.arange(eval_len, dtype=torch.float64) / factor
+        trained = _evaluate(model, short)
+        extrapolated = _evaluate(model, long)
+        interpolated = _evaluate(model, long, long_scaled)
+        finetuned = {}
+        for name, long_positions, short_positions in (
+            ("extrapolated", None, None),
+            ("interpolated", long_scaled, short_scaled),
+        ):
+            copy = TinyCausalLM("rotary", vocab_size=model.vocab_size, d_model=d_model, n_heads=n_heads,
+                                n_layers=n_layers, max_len=train_len)
+            copy.load_state_dict(model.state_dict())
+            rng = np.random.default_rng([seed, 3])  # the same fine-tuning sequences for both copies
+            _train(copy, chain, steps=finetune_steps, batch_size=finetune_batch, length=eval_len, lr=finetune_lr,
+                   rng=rng, positions=long_positions)
+            finetuned[name] = (_evaluate(copy, long, long_positions), _evaluate(copy, short, short_positions))
+    return InterpolationResult(
+        seed, source_seed, train_len, eval_len, factor, finetune_steps, trained, extrapolated, interpolated,
+        finetuned["extrapolated"][0], finetuned["interpolated"][0], finetuned["extrapolated"][1],
+        finetuned["interpolated"][1],
     )
