@@ -10,13 +10,23 @@ Sinusoidal (Vaswani et al., 2017), :mod:`posenc.sinusoid`
 Rotary (Su et al., 2021), :mod:`posenc.rotary`
     :func:`rotary_frequencies`, :func:`rotary_attention_factor`, :func:`rotate`,
     :func:`rotary_weight_permutation`
+
+ALiBi (Press et al., 2022), :mod:`posenc.alibi`
+    :func:`alibi_slopes`, :func:`alibi_bias`
+T5 relative buckets (Raffel et al., 2020), :mod:`posenc.t5`
+    :func:`t5_relative_bucket`
+Clipped relative positions (Shaw et al., 2018), :mod:`posenc.shaw`
+    :func:`shaw_relative_indices`
 """
 
 from importlib.metadata import version as _version
 
 from posenc._validation import LAYOUTS, MAX_TABLE_ELEMENTS
+from posenc.alibi import alibi_bias, alibi_slopes
 from posenc.rotary import ROPE_TYPES, rotary_attention_factor, rotary_frequencies, rotary_weight_permutation, rotate
+from posenc.shaw import shaw_relative_indices
 from posenc.sinusoid import frequencies, layout_permutation, sinusoidal, translation_matrix
+from posenc.t5 import t5_relative_bucket
 
 __all__ = [
     "LAYOUTS",
@@ -32,6 +42,11 @@ __all__ = [
     "rotary_frequencies",
     "rotary_weight_permutation",
     "rotate",
+    # relative-position biases
+    "alibi_bias",
+    "alibi_slopes",
+    "shaw_relative_indices",
+    "t5_relative_bucket",
 ]
 
 __version__ = _version("posenc")

@@ -145,3 +145,44 @@ def check_rotary_layout(layout, name: str = "layout") -> str:
     if layout not in ROTARY_LAYOUTS:
         raise ValueError(f"{name} must be one of {ROTARY_LAYOUTS}, got {layout!r}")
     return layout
+
+
+def check_flag(value, name: str) -> bool:
+    """Return ``value`` if it is a bool (Python or NumPy); an int such as 0 or 1 is refused."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {type(value).__name__} {value!r}")
+    return bool(value)
+
+
+def check_int_in(value, name: str, *, minimum: int, maximum: int) -> int:
+    """Return ``value`` as an ``int`` if it is an integer (not a bool) in ``[minimum, maximum]``."""
+    accepted = f"an int in [{minimum}, {maximum}]"
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be {accepted}, got {type(value).__name__} {value!r}")
+    value = int(value)
+    if not minimum <= value <= maximum:
+        raise ValueError(f"{name} must be {accepted}, got {value}")
+    return value
+
+
+MAX_OFFSET = 2**52
+"""Largest ``|offset|`` (absolute position of query 0) the relative-position functions accept: with at most
+:data:`MAX_TABLE_ELEMENTS` queries or keys, every position and difference of positions stays exact in float64."""
+
+
+def check_query_key_lengths(q_len, k_len, offset, n_per_pair: int = 1, per_pair_name: str = "") -> tuple[int, int, int]:
+    """Validate ``q_len``, ``k_len`` (``None``: ``q_len``) and ``offset`` (``None``: ``k_len - q_len``).
+
+    Query ``i`` sits at absolute position ``offset + i`` and key ``j`` at ``j``. Refuses a result of more than
+    :data:`MAX_TABLE_ELEMENTS` elements (``n_per_pair`` values per (query, key) pair, ``per_pair_name`` names
+    that factor in the message).
+    """
+    q_len = check_count(q_len, "q_len")
+    k_len = q_len if k_len is None else check_count(k_len, "k_len")
+    rows_name = f"{per_pair_name} * q_len" if per_pair_name else "q_len"
+    check_table_size(n_per_pair * q_len, k_len, rows_name, "k_len")
+    if offset is None:
+        offset = k_len - q_len
+    else:
+        offset = check_int_in(offset, "offset", minimum=-MAX_OFFSET, maximum=MAX_OFFSET)
+    return q_len, k_len, offset

@@ -3,10 +3,23 @@
 - :class:`SinusoidalPositionalEncoding` (:mod:`posenc.nn.sinusoid`): adds :func:`posenc.sinusoidal`.
 - :class:`LearnedPositionalEmbedding` (:mod:`posenc.nn.learned`): adds one trained vector per position.
 - :class:`RotaryEmbedding` (:mod:`posenc.nn.rotary`): rotates queries or keys, :func:`posenc.rotate`.
+- :class:`ALiBiBias` (:mod:`posenc.nn.alibi`): the fixed linear bias of :func:`posenc.alibi_bias`.
+- :class:`T5RelativeBias` (:mod:`posenc.nn.t5`): a learned scalar per :func:`posenc.t5_relative_bucket`.
+- :class:`ShawRelativeAttention` (:mod:`posenc.nn.shaw`): attention with :func:`posenc.shaw_relative_indices`.
 """
 
+from posenc.nn.alibi import ALiBiBias
 from posenc.nn.learned import LearnedPositionalEmbedding
 from posenc.nn.rotary import RotaryEmbedding
+from posenc.nn.shaw import ShawRelativeAttention
 from posenc.nn.sinusoid import SinusoidalPositionalEncoding
+from posenc.nn.t5 import T5RelativeBias
 
-__all__ = ["SinusoidalPositionalEncoding", "LearnedPositionalEmbedding", "RotaryEmbedding"]
+__all__ = [
+    "SinusoidalPositionalEncoding",
+    "LearnedPositionalEmbedding",
+    "RotaryEmbedding",
+    "ALiBiBias",
+    "T5RelativeBias",
+    "ShawRelativeAttention",
+]

@@ -1,0 +1,113 @@
+"""T5's relative attention bias as a PyTorch module: one learned scalar per (bucket, head)."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from posenc._validation import MAX_TABLE_ELEMENTS, check_flag, check_int_in, check_query_key_lengths, check_table_size
+from posenc.t5 import t5_relative_bucket
+
+__all__ = ["T5RelativeBias"]
+
+
+class T5RelativeBias(nn.Module):
+    r"""The relative attention bias of T5 (Raffel et al., 2020): a learned scalar per bucket and head.
+
+    Parameters
+    ----------
+    n_heads : int
+        Number of attention heads; ``>= 1``.
+    bidirectional : bool, default True
+        ``True`` for T5's encoder (keys after the query have their own buckets), ``False`` for its decoder.
+    num_buckets : int, default 32
+        As in :func:`posenc.t5_relative_bucket`.
+    max_distance : int, default 128
+        As in :func:`posenc.t5_relative_bucket`.
+
+    Attributes
+    ----------
+    relative_attention_bias : nn.Embedding(num_buckets, n_heads)
+        The learned scalars, row ``b`` for bucket ``b``; named as in ``transformers``' ``T5Attention``, so
+        a T5 checkpoint's table loads as it is. Initialised by ``nn.Embedding``'s default, N(0, 1).
+
+    Notes
+    -----
+    The logit of query position :math:`i` and key position :math:`j` in head :math:`h` gets
+    :math:`b_{h}(\text{bucket}(j - i))` added. T5 computes this bias once, in the first layer of each
+    stack, and every later layer of that stack reuses it (Raffel et al., 2020, §2.1: the position
+    parameters are shared across layers); to do the same, build one module and add its output in every layer.
+
+    References
+    ----------
+    .. [1] C. Raffel et al., "Exploring the Limits of Transfer Learning with a Unified Text-to-Text
+       Transformer", JMLR 21(140), 2020, arXiv:1910.10683, §2.1.
+
+    Examples
+    --------
+    >>> bias = T5RelativeBias(4)
+    >>> bias(5).shape
+    torch.Size([4, 5, 5])
+    >>> bool((bias(3, 7) == bias(7)[:, -3:]).all())  # 3 queries after 4 cached keys
+    True
+    """
+
+    def __init__(self, n_heads, *, bidirectional=True, num_buckets=32, max_distance=128):
+        super().__init__()
+        self.n_heads = check_int_in(n_heads, "n_heads", minimum=1, maximum=MAX_TABLE_ELEMENTS)
+        self.bidirectional = check_flag(bidirectional, "bidirectional")
+        t5_relative_bucket(0, bidirectional=self.bidirectional, num_buckets=num_buckets, max_distance=max_distance)
+        self.num_buckets = int(num_buckets)
+        self.max_distance = int(max_distance)
+        check_table_size(self.num_buckets, self.n_heads, "num_buckets", "n_heads")
+        self.relative_attention_bias = nn.Embedding(self.num_buckets, self.n_heads)
+
+    def buckets(self, q_len, k_len=None) -> torch.Tensor:
+        """The ``(q_len, k_len)`` int64 tensor of buckets, queries being the last ``q_len`` key positions."""
+        q_len, k_len, offset = check_query_key_lengths(q_len, k_len, None)
+        device = self.relative_attention_bias.weight.device
+        # Buckets depend on j - i only: compute them once per distinct relative position, then spread.
+        distinct = torch.from_numpy(
+            t5_relative_bucket(
+                range(-(k_len - 1), q_len) if q_len and k_len else [],
+                bidirectional=self.bidirectional,
+                num_buckets=self.num_buckets,
+                max_distance=self.max_distance,
+            )
+        ).to(device)
+        # relative position j - (offset + i) sits at index j - i + q_len - 1 of `distinct`
+        index = torch.arange(k_len, device=device)[None, :] - torch.arange(q_len, device=device)[:, None] + q_len - 1
+        return distinct[index] if q_len and k_len else torch.zeros(q_len, k_len, dtype=torch.int64, device=device)
+
+    def forward(self, q_len, k_len=None) -> torch.Tensor:
+        """The bias for ``q_len`` queries that are the last ``q_len`` of ``k_len`` key positions.
+
+        Parameters
+        ----------
+        q_len : int
+            Number of queries; ``>= 0``.
+        k_len : int or None, default None
+            Number of keys; ``>= 0``. ``None`` means ``q_len``. Query ``i`` sits at position
+            ``k_len - q_len + i``, key ``j`` at ``j`` (as ``transformers``' ``compute_bias`` with a cache).
+
+        Returns
+        -------
+        bias : (n_heads, q_len, k_len) tensor
+            ``bias[h, i, j] = relative_attention_bias.weight[bucket(j - (k_len - q_len + i)), h]``, with the
+            weight's dtype and device.
+
+        Raises
+        ------
+        TypeError
+            If a length is not an int.
+        ValueError
+            If a length is negative or the bias would exceed ``posenc.MAX_TABLE_ELEMENTS`` elements.
+        """
+        check_query_key_lengths(q_len, k_len, None, self.n_heads, "n_heads")
+        return self.relative_attention_bias(self.buckets(q_len, k_len)).permute(2, 0, 1)
+
+    def extra_repr(self) -> str:
+        return (
+            f"n_heads={self.n_heads}, bidirectional={self.bidirectional}, num_buckets={self.num_buckets}, "
+            f"max_distance={self.max_distance}"
+        )
