@@ -41,6 +41,8 @@ def _clipped_relative_positions(relative_position, limit: int) -> np.ndarray:
         raise TypeError(
             f"relative_position must be {_ACCEPTED_POSITIONS}, got {type(relative_position).__name__}"
         ) from error
+    if array.size == 0 and (np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)):
+        return np.zeros(array.shape, dtype=np.int64)  # [] arrives as float64: nothing to refuse
     if array.dtype == np.bool_ or not np.issubdtype(array.dtype, np.integer):
         raise TypeError(
             f"relative_position must be {_ACCEPTED_POSITIONS}, got an array of dtype {array.dtype}: "
@@ -100,12 +102,17 @@ def t5_relative_bucket(relative_position, *, bidirectional=True, num_buckets=32,
 
     with :math:`D` = ``max_distance``: half of a side's buckets count single positions, the other half
     cover :math:`[E, D)` in logarithmically growing ranges, and the clamp to :math:`B - 1` collects every
-    distance from :math:`D` on. With the defaults (32 buckets, 128) a bidirectional side holds 16 buckets,
-    8 of them exact. The logarithm is evaluated in float32, in the order written, as Mesh TensorFlow's
-    ``_relative_position_bucket`` (used to train T5) and ``transformers``'
-    ``T5Attention._relative_position_bucket`` both do; exact arithmetic would put a few distances one
-    bucket lower (with 18 buckets and ``max_distance=128``, distance 64 gives bucket 7 in float64, 8 in
-    float32 and in T5's code). Raffel et al. (2020, §2.1) describe the scheme in words.
+    distance from :math:`D` on. The clamp acts before :math:`D`: the last bucket starts where the log term
+    reaches :math:`B - E - 1`, at :math:`D\,(E/D)^{1/(B-E)}`. With the defaults (32 buckets, 128) a
+    bidirectional side holds 16 buckets, 8 of them exact, and its last bucket starts at distance 91.
+
+    The logarithm is evaluated in float32, in the order written, as Mesh TensorFlow's
+    ``_relative_position_bucket`` (the code T5 was trained with) and ``transformers``'
+    ``T5Attention._relative_position_bucket`` both do. The float64 evaluation of the same formula puts a few
+    distances that sit exactly on a bucket boundary one bucket lower: with 18 buckets and
+    ``max_distance=128``, distance 64 gives exactly 4 for the log term, so bucket 8 (T5's code and float32
+    agree), but 3.9999999999999996 in float64, bucket 7. Raffel et al. (2020, §2.1) describe the scheme in
+    words.
 
     References
     ----------

@@ -6,7 +6,17 @@ import numpy as np
 import pytest
 import torch
 
-from posenc import MAX_TABLE_ELEMENTS, frequencies, layout_permutation, sinusoidal, translation_matrix
+from posenc import (
+    MAX_TABLE_ELEMENTS,
+    alibi_bias,
+    alibi_slopes,
+    frequencies,
+    layout_permutation,
+    shaw_relative_indices,
+    sinusoidal,
+    t5_relative_bucket,
+    translation_matrix,
+)
 from posenc._validation import check_table_size
 from posenc.bench import run as bench_run
 from posenc.chapters.add_or_concatenate import layer_cost, logit_terms, mean_abs_cosine
@@ -20,7 +30,13 @@ from posenc.chapters.extrapolation import (
 from posenc.chapters.plotting import heatmap
 from posenc.chapters.prototypes import binary_code, dyadic_dials, normalised_count, raw_count
 from posenc.chapters.tabular import FeatureTokenizer, TinyFTTransformer, permute_features, train_regression
-from posenc.nn import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
+from posenc.nn import (
+    ALiBiBias,
+    LearnedPositionalEmbedding,
+    ShawRelativeAttention,
+    SinusoidalPositionalEncoding,
+    T5RelativeBias,
+)
 from posenc.nn.rotary import RotaryEmbedding
 from posenc.rotary import rotary_attention_factor, rotary_frequencies, rotary_weight_permutation, rotate
 
@@ -480,6 +496,77 @@ BAD_CALLS = {
         "finetune_lr",
     ),
     "interpolate odd rotary head": (lambda: position_interpolation(seed=0, d_model=12), ValueError, "d_model"),
+    # ALiBi (posenc.alibi, posenc.nn.alibi)
+    "alibi zero heads": (lambda: alibi_slopes(0), ValueError, "n_heads"),
+    "alibi negative heads": (lambda: alibi_slopes(-8), ValueError, "n_heads"),
+    "alibi float heads": (lambda: alibi_slopes(8.0), TypeError, "n_heads"),
+    "alibi bool heads": (lambda: alibi_slopes(True), TypeError, "n_heads"),
+    "alibi too many heads": (lambda: alibi_slopes(2**40), ValueError, "n_heads"),
+    "alibi bias negative q_len": (lambda: alibi_bias(8, -1), ValueError, "q_len"),
+    "alibi bias float k_len": (lambda: alibi_bias(8, 4, 4.0), TypeError, "k_len"),
+    "alibi bias int causal": (lambda: alibi_bias(8, 4, causal=1), TypeError, "causal"),
+    "alibi bias causal with fewer keys": (lambda: alibi_bias(8, 4, 2), ValueError, "offset"),
+    "alibi bias causal negative offset": (lambda: alibi_bias(8, 4, offset=-1), ValueError, "offset"),
+    "alibi bias huge offset": (lambda: alibi_bias(8, 4, causal=False, offset=2**60), ValueError, "offset"),
+    "alibi bias float offset": (lambda: alibi_bias(8, 4, offset=1.5), TypeError, "offset"),
+    "alibi bias too large": (lambda: alibi_bias(64, 2**12, 2**12), ValueError, "q_len"),
+    "alibi module zero heads": (lambda: ALiBiBias(0), ValueError, "n_heads"),
+    "alibi module str heads": (lambda: ALiBiBias("8"), TypeError, "n_heads"),
+    "alibi module causal with fewer keys": (lambda: ALiBiBias(4)(5, 3), ValueError, "k_len"),
+    "alibi module float q_len": (lambda: ALiBiBias(4)(5.0), TypeError, "q_len"),
+    "alibi module None causal": (lambda: ALiBiBias(4)(5, causal=None), TypeError, "causal"),
+    "alibi module too large": (lambda: ALiBiBias(64)(2**12, 2**12), ValueError, "q_len"),
+    # T5 buckets (posenc.t5, posenc.nn.t5)
+    "t5 float positions": (lambda: t5_relative_bucket(np.array([1.0, 2.0])), TypeError, "relative_position"),
+    "t5 float scalar": (lambda: t5_relative_bucket(3.0), TypeError, "relative_position"),
+    "t5 bool positions": (lambda: t5_relative_bucket(np.array([True])), TypeError, "relative_position"),
+    "t5 str positions": (lambda: t5_relative_bucket("3"), TypeError, "relative_position"),
+    "t5 None positions": (lambda: t5_relative_bucket(None), TypeError, "relative_position"),
+    "t5 float tensor": (lambda: t5_relative_bucket(torch.ones(3)), TypeError, "relative_position"),
+    "t5 odd buckets bidirectional": (lambda: t5_relative_bucket(0, num_buckets=33), ValueError, "num_buckets"),
+    "t5 too few buckets bidirectional": (lambda: t5_relative_bucket(0, num_buckets=2), ValueError, "num_buckets"),
+    "t5 one bucket": (lambda: t5_relative_bucket(0, bidirectional=False, num_buckets=1), ValueError, "num_buckets"),
+    "t5 float buckets": (lambda: t5_relative_bucket(0, num_buckets=32.0), TypeError, "num_buckets"),
+    "t5 max_distance at max_exact": (lambda: t5_relative_bucket(0, max_distance=8), ValueError, "max_distance"),
+    "t5 zero max_distance": (lambda: t5_relative_bucket(0, max_distance=0), ValueError, "max_distance"),
+    "t5 float max_distance": (lambda: t5_relative_bucket(0, max_distance=128.0), TypeError, "max_distance"),
+    "t5 int bidirectional": (lambda: t5_relative_bucket(0, bidirectional=1), TypeError, "bidirectional"),
+    "t5 module zero heads": (lambda: T5RelativeBias(0), ValueError, "n_heads"),
+    "t5 module odd buckets": (lambda: T5RelativeBias(4, num_buckets=31), ValueError, "num_buckets"),
+    "t5 module small max_distance": (lambda: T5RelativeBias(4, max_distance=4), ValueError, "max_distance"),
+    "t5 module huge table": (lambda: T5RelativeBias(2**20, num_buckets=2**10), ValueError, "num_buckets"),
+    "t5 module negative k_len": (lambda: T5RelativeBias(4)(3, -1), ValueError, "k_len"),
+    "t5 module too large": (lambda: T5RelativeBias(64)(2**12, 2**12), ValueError, "q_len"),
+    # Shaw (posenc.shaw, posenc.nn.shaw)
+    "shaw negative max_distance": (lambda: shaw_relative_indices(4, max_distance=-1), ValueError, "max_distance"),
+    "shaw float max_distance": (lambda: shaw_relative_indices(4, max_distance=2.0), TypeError, "max_distance"),
+    "shaw missing max_distance": (lambda: shaw_relative_indices(4, max_distance=None), TypeError, "max_distance"),
+    "shaw negative q_len": (lambda: shaw_relative_indices(-4, max_distance=2), ValueError, "q_len"),
+    "shaw str k_len": (lambda: shaw_relative_indices(4, "4", max_distance=2), TypeError, "k_len"),
+    "shaw huge offset": (lambda: shaw_relative_indices(4, max_distance=2, offset=-(2**60)), ValueError, "offset"),
+    "shaw too large": (lambda: shaw_relative_indices(2**15, max_distance=2), ValueError, "q_len"),
+    "shaw layer heads not dividing": (lambda: ShawRelativeAttention(10, 4, max_distance=2), ValueError, "n_heads"),
+    "shaw layer zero heads": (lambda: ShawRelativeAttention(8, 0, max_distance=2), ValueError, "n_heads"),
+    "shaw layer negative k": (lambda: ShawRelativeAttention(8, 2, max_distance=-1), ValueError, "max_distance"),
+    "shaw layer int values": (lambda: ShawRelativeAttention(8, 2, max_distance=2, values=1), TypeError, "values"),
+    "shaw layer str causal": (lambda: ShawRelativeAttention(8, 2, max_distance=2, causal="no"), TypeError, "causal"),
+    "shaw layer huge d_model": (lambda: ShawRelativeAttention(2**15, 1, max_distance=2), ValueError, "d_model"),
+    "shaw layer huge table": (lambda: ShawRelativeAttention(2**12, 1, max_distance=2**20), ValueError, "max_distance"),
+    "shaw layer wrong width": (
+        lambda: ShawRelativeAttention(8, 2, max_distance=2)(torch.zeros(1, 3, 6)),
+        ValueError,
+        "x",
+    ),
+    "shaw layer float64 input": (
+        lambda: ShawRelativeAttention(8, 2, max_distance=2)(torch.zeros(1, 3, 8, dtype=torch.float64)),
+        TypeError,
+        "x",
+    ),
+    "shaw layer integer input": (
+        lambda: ShawRelativeAttention(8, 2, max_distance=2)(torch.zeros(1, 3, 8, dtype=torch.long)),
+        TypeError,
+        "x",
+    ),
 }
 
 

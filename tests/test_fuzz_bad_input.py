@@ -33,12 +33,27 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_bad_input import public_objects, takes_no_input
 
-from posenc import frequencies, layout_permutation, sinusoidal, translation_matrix
+from posenc import (
+    alibi_bias,
+    alibi_slopes,
+    frequencies,
+    layout_permutation,
+    shaw_relative_indices,
+    sinusoidal,
+    t5_relative_bucket,
+    translation_matrix,
+)
 from posenc.chapters.add_or_concatenate import layer_cost, logit_terms, mean_abs_cosine
 from posenc.chapters.plotting import heatmap
 from posenc.chapters.prototypes import binary_code, dyadic_dials, normalised_count, raw_count
 from posenc.chapters.tabular import FeatureTokenizer, TinyFTTransformer, permute_features, train_regression
-from posenc.nn import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
+from posenc.nn import (
+    ALiBiBias,
+    LearnedPositionalEmbedding,
+    ShawRelativeAttention,
+    SinusoidalPositionalEncoding,
+    T5RelativeBias,
+)
 from posenc.nn.rotary import RotaryEmbedding
 from posenc.rotary import rotary_attention_factor, rotary_frequencies, rotary_weight_permutation, rotate
 
@@ -145,6 +160,31 @@ def _check_logit_terms(terms, kwargs):
 
 def _check_cosine(value, kwargs):
     assert isinstance(value, float) and 0.0 <= value <= 1.0 + 1e-12, value
+
+
+def _lengths(kwargs):
+    q_len = int(kwargs["q_len"])
+    return q_len, q_len if kwargs["k_len"] is None else int(kwargs["k_len"])
+
+
+def _check_bias(out, kwargs, n_heads, causal=True):
+    """A (n_heads, q_len, k_len) bias: no NaN, -inf only for keys after their query (causal), else finite."""
+    q_len, k_len = _lengths(kwargs)
+    out = np.asarray(out.detach() if isinstance(out, torch.Tensor) else out, dtype=np.float64)
+    assert out.shape == (n_heads, q_len, k_len), f"shape {out.shape}"
+    assert not np.isnan(out).any(), "NaN in a bias"
+    offset = kwargs.get("offset")
+    offset = k_len - q_len if offset is None else int(offset)
+    future = np.arange(k_len)[None, :] > (np.arange(q_len) + offset)[:, None]
+    if causal:
+        assert np.all(np.isneginf(out[:, future])) and np.all(np.isfinite(out[:, ~future]))
+    else:
+        assert np.all(np.isfinite(out))
+
+
+def _check_buckets(out, kwargs):
+    assert out.dtype == np.int64 and out.shape == np.shape(np.asarray(kwargs["relative_position"]))
+    assert np.all((out >= 0) & (out < kwargs["num_buckets"]))
 
 
 def _tiny_data(n=4, n_features=3):
@@ -396,6 +436,78 @@ SPECS = {
         ),
         _regression_kwargs,
         _check_curves,
+    ),
+    "posenc.alibi_slopes": Spec(
+        alibi_slopes,
+        lambda a: alibi_slopes(a["n_heads"]),
+        lambda: dict(n_heads=12),
+        lambda out, a: _finite_array(out, (int(a["n_heads"]),)),
+    ),
+    "posenc.alibi_bias": Spec(
+        alibi_bias,
+        lambda a: alibi_bias(a["n_heads"], a["q_len"], a["k_len"], causal=a["causal"], offset=a["offset"]),
+        lambda: dict(n_heads=8, q_len=3, k_len=5, causal=True, offset=None),
+        lambda out, a: _check_bias(out, a, int(a["n_heads"]), bool(a["causal"])),
+    ),
+    "posenc.t5_relative_bucket": Spec(
+        t5_relative_bucket,
+        lambda a: t5_relative_bucket(
+            a["relative_position"],
+            bidirectional=a["bidirectional"],
+            num_buckets=a["num_buckets"],
+            max_distance=a["max_distance"],
+        ),
+        lambda: dict(relative_position=np.arange(-5, 6), bidirectional=True, num_buckets=32, max_distance=128),
+        _check_buckets,
+    ),
+    "posenc.shaw_relative_indices": Spec(
+        shaw_relative_indices,
+        lambda a: shaw_relative_indices(a["q_len"], a["k_len"], max_distance=a["max_distance"], offset=a["offset"]),
+        lambda: dict(q_len=3, k_len=5, max_distance=2, offset=None),
+        lambda out, a: (
+            _finite_array(out, _lengths(a)),
+            np.all((out >= 0) & (out <= 2 * int(a["max_distance"]))) or pytest.fail("index out of range"),
+        ),
+    ),
+    "posenc.nn.ALiBiBias": Spec(
+        ALiBiBias,
+        lambda a: ALiBiBias(a["n_heads"]),
+        lambda: dict(n_heads=8),
+        lambda module, a: _check_bias(module(3, 4), dict(q_len=3, k_len=4), int(a["n_heads"])),
+    ),
+    "posenc.nn.ALiBiBias.forward": Spec(
+        ALiBiBias.forward,
+        lambda a: ALiBiBias(4)(a["q_len"], a["k_len"], causal=a["causal"]),
+        lambda: dict(q_len=3, k_len=5, causal=True),
+        lambda out, a: _check_bias(out, a, 4, bool(a["causal"])),
+    ),
+    "posenc.nn.T5RelativeBias": Spec(
+        T5RelativeBias,
+        lambda a: T5RelativeBias(
+            a["n_heads"], bidirectional=a["bidirectional"], num_buckets=a["num_buckets"], max_distance=a["max_distance"]
+        ),
+        lambda: dict(n_heads=4, bidirectional=True, num_buckets=32, max_distance=128),
+        lambda module, a: _check_bias(module(3, 4), dict(q_len=3, k_len=4), int(a["n_heads"]), causal=False),
+    ),
+    "posenc.nn.T5RelativeBias.forward": Spec(
+        T5RelativeBias.forward,
+        lambda a: T5RelativeBias(4)(a["q_len"], a["k_len"]),
+        lambda: dict(q_len=3, k_len=5),
+        lambda out, a: _check_bias(out, a, 4, causal=False),
+    ),
+    "posenc.nn.ShawRelativeAttention": Spec(
+        ShawRelativeAttention,
+        lambda a: ShawRelativeAttention(
+            a["d_model"], a["n_heads"], max_distance=a["max_distance"], values=a["values"], causal=a["causal"]
+        ),
+        lambda: dict(d_model=8, n_heads=2, max_distance=3, values=True, causal=False),
+        lambda module, a: _check_module_forward(module, int(a["d_model"])),
+    ),
+    "posenc.nn.ShawRelativeAttention.forward": Spec(
+        ShawRelativeAttention.forward,
+        lambda a: ShawRelativeAttention(8, 2, max_distance=3, causal=True)(a["x"]),
+        lambda: dict(x=torch.zeros(2, 3, 8)),
+        _check_forward_result,
     ),
 }
 

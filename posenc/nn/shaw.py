@@ -7,7 +7,14 @@ import math
 import torch
 from torch import nn
 
-from posenc._validation import MAX_TABLE_ELEMENTS, check_d_model, check_flag, check_int_in, check_table_size
+from posenc._validation import (
+    MAX_TABLE_ELEMENTS,
+    check_count,
+    check_d_model,
+    check_flag,
+    check_int_in,
+    check_table_size,
+)
 from posenc.nn._checks import check_embeddings
 
 __all__ = ["ShawRelativeAttention"]
@@ -100,8 +107,10 @@ class ShawRelativeAttention(nn.Module):
             raise TypeError(f"x must have the module's dtype {dtype}, got {x.dtype}: convert x or the module")
         return seq
 
-    def relative_indices(self, seq: int, device=None) -> torch.Tensor:
+    def relative_indices(self, seq, device=None) -> torch.Tensor:
         """``clip(j - i, -k, k) + k`` as a ``(seq, seq)`` int64 tensor (:func:`posenc.shaw_relative_indices`)."""
+        seq = check_count(seq, "seq")
+        check_table_size(seq, seq, "seq")
         positions = torch.arange(seq, device=device)
         relative = positions[None, :] - positions[:, None]
         return relative.clamp(-self.max_distance, self.max_distance) + self.max_distance

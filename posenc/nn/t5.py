@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -69,7 +70,7 @@ class T5RelativeBias(nn.Module):
         # Buckets depend on j - i only: compute them once per distinct relative position, then spread.
         distinct = torch.from_numpy(
             t5_relative_bucket(
-                range(-(k_len - 1), q_len) if q_len and k_len else [],
+                np.arange(-(k_len - 1), q_len) if q_len and k_len else np.zeros(0, dtype=np.int64),
                 bidirectional=self.bidirectional,
                 num_buckets=self.num_buckets,
                 max_distance=self.max_distance,
