@@ -1,10 +1,10 @@
-"""Time ``posenc.sinusoidal`` against the ways people build the table, and against what memory allows.
+"""Time posenc's sinusoidal tables and rotary rotations against the ways people compute them, and against memory.
 
 Run ``python -m posenc.bench`` (add ``--json`` for machine-readable output, ``--sizes 2048x512`` for other
-sizes). For each table size, every approach is called once to warm up and then timed with
-``time.perf_counter`` several times; the median is reported, with its ratio to the write bound and to
-``posenc``, the largest absolute error against a float64 reference of the same formula and layout, and
-the peak memory of one call. Progress goes to stderr.
+sizes, ``--section sinusoidal`` or ``--section rotary`` for one of the two sections). For each table size,
+every approach is called once to warm up and then timed with ``time.perf_counter`` several times; the median is
+reported, with its ratio to the write bound and to ``posenc``, the largest absolute error against a float64
+reference of the same formula and layout, and the peak memory of one call. Progress goes to stderr.
 
 The approaches, all producing an ``(n_positions, d_model)`` table:
 
@@ -18,6 +18,8 @@ The approaches, all producing an ``(n_positions, d_model)`` table:
   float32 angles, the two halves concatenated;
 - a float64-angle reference: float64 angles, ``np.sin``/``np.cos``, stored in float32 (posenc before the
   fast path);
+- the ``positional_encodings`` package's ``PositionalEncoding1D`` (torch, float32 angles), a new module per call
+  since the module caches its table per input shape;
 
 and three physical bounds: filling a preallocated float32 buffer of the table's size (the write bound, the
 base of every ratio), allocating and filling a new buffer of that size (what any function that returns a
@@ -29,6 +31,13 @@ Peak memory is what ``tracemalloc`` sees for NumPy code. Torch's allocator is in
 ``/proc/self/status`` after resetting it (Linux), a lower bound since reused pages are not counted, and
 reported as "not traced" where that is unavailable. Approaches slower than a second per call are timed
 three times at most.
+
+The rotary section rotates one float32 tensor of shape (1, 16, 4096, 64) at positions 0 .. 4095 with
+transformers' ``apply_rotary_pos_emb`` (its per-tensor body, with cos/sin precomputed by its Llama model),
+rotary-embedding-torch, a complex multiplication by a float64-accurate table, the same with Meta's float32-angle
+table, and :class:`posenc.nn.RotaryEmbedding` in both layouts, against ``x.clone()``: the medians of
+runs in shuffled rounds, each approach's error against the float64 rotation (:func:`posenc.rotate`), the errors at
+positions up to 2**20, and a bfloat16 check.
 """
 
 from __future__ import annotations
@@ -39,6 +48,7 @@ import json
 import math
 import os
 import platform
+import random
 import statistics
 import sys
 import time
@@ -109,6 +119,18 @@ def posenc_one_thread(n_positions: int, d_model: int) -> np.ndarray:
     return posenc.sinusoidal(n_positions, d_model, base=BASE, n_threads=1)
 
 
+def positional_encodings_1d(n_positions: int, d_model: int):
+    """The ``positional_encodings`` package: a new ``PositionalEncoding1D`` (float32 angles, interleaved), called once.
+
+    The module caches its table per input shape, so only its first call computes; a new module per call times that.
+    It reads nothing but the shape of its ``(batch, x, ch)`` input, so an uninitialised tensor is passed.
+    """
+    import torch
+    from positional_encodings.torch_encodings import PositionalEncoding1D
+
+    return PositionalEncoding1D(d_model)(torch.empty(1, n_positions, d_model))[0]
+
+
 @dataclass
 class Approach:
     name: str
@@ -116,6 +138,7 @@ class Approach:
     layout: str  # of the float64 reference the error is measured against
     frequencies: str  # "paper" or "t2t"
     uses_torch: bool = False
+    requires: str | None = None  # a package the approach imports; skipped when it is not installed
 
 
 APPROACHES = [
@@ -125,7 +148,23 @@ APPROACHES = [
     Approach("note 004 torch, float32 angles", note_004_torch, "interleaved", "paper", uses_torch=True),
     Approach("t2t/fairseq [sin|cos], float32 angles", t2t_halves_float32, "halves", "t2t"),
     Approach("float64 angles -> float32", float64_angles_to_float32, "interleaved", "paper"),
+    Approach(
+        "positional_encodings PositionalEncoding1D (torch)",
+        positional_encodings_1d,
+        "interleaved",
+        "paper",
+        uses_torch=True,
+        requires="positional_encodings",
+    ),
 ]
+
+
+def _importable(name: str | None) -> bool:
+    if name is None:
+        return True
+    import importlib.util
+
+    return importlib.util.find_spec(name) is not None
 
 
 # --- Measuring -------------------------------------------------------------------------------------------
@@ -226,6 +265,9 @@ def bench_size(n_positions: int, d_model: int, *, have_torch: bool, label: str, 
     for approach in APPROACHES:
         if approach.uses_torch and not have_torch:
             log(f"{label} {n_positions}x{d_model}: skipping {approach.name} (torch is not installed)")
+            continue
+        if not _importable(approach.requires):
+            log(f"{label} {n_positions}x{d_model}: skipping {approach.name} ({approach.requires} is not installed)")
             continue
         log(f"{label} {n_positions}x{d_model}: {approach.name} ({repeats} runs)")
         call = lambda approach=approach: approach.build(n_positions, d_model)  # noqa: E731
@@ -401,6 +443,276 @@ def run(sizes=DEFAULT_SIZES, *, have_torch: bool | None = None, progress: bool =
     return results
 
 
+# --- Rotary position embedding ---------------------------------------------------------------------------
+
+ROTARY_SHAPE = (1, 16, 4096, 64)
+"""(batch, heads, seq, head_dim) of the float32 tensor every rotary approach rotates."""
+
+ROTARY_LONG_POSITIONS = 2**20
+"""The error check at large positions rotates rows at the positions just below this one."""
+
+ROTARY_TARGETS = {
+    "posenc interleaved / x.clone()": ("<=", 1.5),
+    "transformers / posenc interleaved": (">=", 5.0),
+    "transformers / posenc halves": (">=", 1.5),
+    "posenc float32 error at positions up to 2**20": ("<=", 1e-6),
+}
+
+
+def _uniform_tensor(shape, seed: int = 0):
+    import torch
+
+    generator = torch.Generator().manual_seed(seed)
+    return 2 * torch.rand(shape, generator=generator, dtype=torch.float32) - 1
+
+
+def _transformers_cos_sin(head_dim: int, positions, dtype):
+    """cos and sin as transformers' Llama model computes them (float32 angles, cast to ``dtype``), unsqueezed
+    for ``(batch, heads, seq, head_dim)`` as ``apply_rotary_pos_emb`` does."""
+    import torch
+    from transformers import LlamaConfig
+    from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
+
+    config = LlamaConfig(
+        hidden_size=2 * head_dim,
+        num_attention_heads=2,
+        head_dim=head_dim,
+        max_position_embeddings=int(positions[-1]) + 1,
+        rope_parameters={"rope_type": "default", "rope_theta": BASE},
+    )
+    cos, sin = LlamaRotaryEmbedding(config)(torch.empty(1, dtype=dtype), positions[None])
+    return cos[:, None], sin[:, None]
+
+
+def rotary_approaches(x, offset: int = 0) -> dict:
+    """``{name: (call, layout)}``: each call rotates ``x`` ``(..., seq, head_dim)`` at positions ``offset + r``.
+
+    Tables an approach would cache (its cos/sin, its frequencies, a complex table) are built here, outside the
+    timed calls. Approaches whose library is not installed are left out.
+    """
+    import torch
+
+    from posenc.nn import RotaryEmbedding
+
+    seq, head_dim = x.shape[-2], x.shape[-1]
+    positions = torch.arange(offset, offset + seq)
+    approaches = {"x.clone() (bound)": (x.clone, None)}
+    if _importable("transformers"):
+        from transformers.models.llama.modeling_llama import rotate_half
+
+        cos, sin = _transformers_cos_sin(head_dim, positions, x.dtype)
+        # The body of apply_rotary_pos_emb for one of its two tensors, with transformers' own rotate_half.
+        approaches["transformers apply_rotary_pos_emb, per tensor"] = (
+            lambda: (x * cos) + (rotate_half(x) * sin),
+            "halves",
+        )
+    if _importable("rotary_embedding_torch"):
+        from rotary_embedding_torch import RotaryEmbedding as LucidrainsRotary
+
+        lucidrains = LucidrainsRotary(dim=head_dim)
+        approaches["rotary-embedding-torch"] = (
+            lambda: lucidrains.rotate_queries_or_keys(x, offset=offset),
+            "interleaved",
+        )
+    angles = np.multiply.outer(np.arange(offset, offset + seq, dtype=np.float64), posenc.rotary_frequencies(head_dim))
+    table = torch.complex(torch.from_numpy(np.cos(angles)), torch.from_numpy(np.sin(angles))).to(torch.complex64)
+
+    def complex_multiply():
+        return torch.view_as_real(torch.view_as_complex(x.unflatten(-1, (-1, 2))) * table).flatten(-2)
+
+    approaches["complex multiply, float64-accurate table"] = (complex_multiply, "interleaved")
+    # Meta's precompute_freqs_cis: float32 frequencies and positions, torch.outer, torch.polar (complex64).
+    inv_freq32 = 1.0 / (BASE ** (torch.arange(0, head_dim, 2)[: head_dim // 2].float() / head_dim))
+    angles32 = torch.outer(torch.arange(offset, offset + seq, dtype=torch.float32), inv_freq32)
+    table32 = torch.polar(torch.ones_like(angles32), angles32)
+
+    def complex_multiply_float32_angles():
+        return torch.view_as_real(torch.view_as_complex(x.unflatten(-1, (-1, 2))) * table32).flatten(-2)
+
+    approaches["complex multiply, float32 angles (Meta's table)"] = (complex_multiply_float32_angles, "interleaved")
+    interleaved, halves = RotaryEmbedding(head_dim), RotaryEmbedding(head_dim, layout="halves")
+    approaches["posenc RotaryEmbedding, interleaved"] = (lambda: interleaved(x, offset=offset), "interleaved")
+    approaches["posenc RotaryEmbedding, halves"] = (lambda: halves(x, offset=offset), "halves")
+    return approaches
+
+
+def _rotation_error(rotated, x64: np.ndarray, positions: np.ndarray, layout: str) -> float:
+    expected = posenc.rotate(x64, positions, layout=layout)
+    return float(np.abs(rotated.double().numpy() - expected).max())
+
+
+def check_rotary_shape(shape) -> tuple[int, ...]:
+    """Return ``shape`` as a tuple of ints ``(..., seq, head_dim)``: at least 2 entries, each >= 1, head_dim even."""
+    accepted = "a tuple of ints (..., seq, head_dim) with head_dim even"
+    if isinstance(shape, (str, bytes)) or not hasattr(shape, "__iter__"):
+        raise TypeError(f"shape must be {accepted}, got {type(shape).__name__} {shape!r}")
+    shape = tuple(check_count(size, "shape", minimum=1) for size in shape)
+    if len(shape) < 2 or shape[-1] % 2:
+        raise ValueError(f"shape must be {accepted}, got {shape}")
+    check_table_size(math.prod(shape[:-1]), shape[-1], "shape", "head_dim")
+    return shape
+
+
+def run_rotary(shape=ROTARY_SHAPE, *, repeats: int = 51, long_rows: int = 512, progress: bool = True) -> dict:
+    """Benchmark the rotary approaches on one float32 tensor; return times, ratios, errors and the checks.
+
+    Parameters
+    ----------
+    shape : tuple of int, default (1, 16, 4096, 64)
+        ``(..., seq, head_dim)`` of the rotated tensor.
+    repeats : int, default 51
+        Timed calls per approach, in rounds of one call of each approach, in an order shuffled every round (from
+        a fixed seed): a slow moment of a shared machine then hits every approach alike, and no approach always
+        runs right after the same other one (which would inherit its freed memory, or its cache pollution). The
+        median is reported.
+    long_rows : int, default 512
+        Rows of the error check at large positions: positions ``2**20 - long_rows`` to ``2**20 - 1``.
+    progress : bool, default True
+        Whether to report each step on stderr.
+
+    Returns
+    -------
+    results : dict
+        ``"approaches"`` (median ms, runs, ratio to ``x.clone()`` and to transformers, max error against the
+        float64 rotation), ``"long_positions"`` (max error of each approach at positions up to 2**20),
+        ``"bfloat16"`` (posenc and transformers in bfloat16 against the exact rotation of the bfloat16 input) and
+        ``"targets"`` (each target of the brief with its value and whether it is met).
+    """
+    import torch
+
+    shape = check_rotary_shape(shape)
+    repeats = check_count(repeats, "repeats", minimum=1)
+    long_rows = check_count(long_rows, "long_rows", minimum=1)
+    log = _log if progress else (lambda message: None)
+    x = _uniform_tensor(shape)
+    x64 = x.double().numpy()
+    positions = np.arange(shape[-2], dtype=np.float64)
+    approaches = rotary_approaches(x)
+
+    log(f"rotary {shape}: warm-up, then {repeats} rounds of {len(approaches)} approaches in shuffled order")
+    times: dict[str, list[float]] = {name: [] for name in approaches}
+    for call, _ in approaches.values():
+        call()
+    order = list(approaches)
+    shuffler = random.Random(0)  # a fixed sequence of orders, so that runs are comparable
+    for _ in range(repeats):
+        shuffler.shuffle(order)
+        for name in order:
+            call = approaches[name][0]
+            began = time.perf_counter()
+            call()
+            times[name].append(time.perf_counter() - began)
+    rows = []
+    for name, (call, layout) in approaches.items():
+        error = None if layout is None else _rotation_error(call(), x64, positions, layout)
+        rows.append(
+            {"approach": name, "ms": 1e3 * statistics.median(times[name]), "runs": repeats, "max_abs_error": error}
+        )
+    clone_ms = rows[0]["ms"]
+    transformers_ms = next((row["ms"] for row in rows if row["approach"].startswith("transformers")), None)
+    for row in rows:
+        row["x_clone"] = row["ms"] / clone_ms
+        row["transformers_x_faster"] = None if transformers_ms is None else transformers_ms / row["ms"]
+
+    log(f"rotary: errors at positions {ROTARY_LONG_POSITIONS - long_rows} .. {ROTARY_LONG_POSITIONS - 1}")
+    long_x = x[..., :long_rows, :].contiguous()
+    long_positions = np.arange(ROTARY_LONG_POSITIONS - long_rows, ROTARY_LONG_POSITIONS, dtype=np.float64)
+    long_errors = {
+        name: _rotation_error(call(), long_x.double().numpy(), long_positions, layout)
+        for name, (call, layout) in rotary_approaches(long_x, offset=ROTARY_LONG_POSITIONS - long_rows).items()
+        if layout is not None
+    }
+
+    log("rotary: bfloat16")
+    bfloat16 = {}
+    x_bf = x[..., : min(shape[-2], 1024), :].to(torch.bfloat16)
+    bf_positions = np.arange(x_bf.shape[-2], dtype=np.float64)
+    for name, (call, layout) in rotary_approaches(x_bf).items():
+        if layout is None or not (name.startswith("posenc") or name.startswith("transformers")):
+            continue
+        exact = posenc.rotate(x_bf.double().numpy(), bf_positions, layout=layout)
+        out = call().double().numpy()
+        one_rounding = 2.0**-8 * np.abs(exact) + 2e-6  # bfloat16 unit roundoff, plus float32 arithmetic
+        rounded = torch.from_numpy(exact).to(torch.bfloat16).double().numpy()
+        bfloat16[name] = {
+            "dtype": str(call().dtype).replace("torch.", ""),
+            "max_abs_error": float(np.abs(out - exact).max()),
+            "max_error_in_roundings": float((np.abs(out - exact) / one_rounding).max()),
+            "share_equal_to_rounded_exact": float(np.mean(out == rounded)),
+        }
+
+    rows_by_name = {row["approach"]: row for row in rows}
+    values = {
+        "posenc interleaved / x.clone()": rows_by_name["posenc RotaryEmbedding, interleaved"]["x_clone"],
+        "transformers / posenc interleaved": rows_by_name["posenc RotaryEmbedding, interleaved"][
+            "transformers_x_faster"
+        ],
+        "transformers / posenc halves": rows_by_name["posenc RotaryEmbedding, halves"]["transformers_x_faster"],
+        "posenc float32 error at positions up to 2**20": max(
+            long_errors["posenc RotaryEmbedding, interleaved"], long_errors["posenc RotaryEmbedding, halves"]
+        ),
+    }
+    targets = []
+    for name, (relation, bound) in ROTARY_TARGETS.items():
+        value = values[name]
+        met = None if value is None else (value <= bound if relation == "<=" else value >= bound)
+        targets.append({"target": name, "relation": relation, "bound": bound, "value": value, "met": met})
+    return {
+        "shape": list(shape),
+        "approaches": rows,
+        "long_positions": {
+            "first": ROTARY_LONG_POSITIONS - long_rows,
+            "last": ROTARY_LONG_POSITIONS - 1,
+            "max_abs_error": long_errors,
+        },
+        "bfloat16": bfloat16,
+        "targets": targets,
+    }
+
+
+def format_rotary_report(rotary: dict) -> str:
+    shape = " x ".join(str(size) for size in rotary["shape"])
+    lines = [
+        f"Rotating one float32 tensor of shape {shape} (batch, heads, seq, head_dim) at positions 0 .., "
+        f"median of {rotary['approaches'][0]['runs']} runs in shuffled rounds",
+        "",
+        "| approach | ms | x x.clone() | transformers / this | max abs error vs float64 |",
+        "| --- | ---: | ---: | ---: | ---: |",
+    ]
+    for row in rotary["approaches"]:
+        error = "" if row["max_abs_error"] is None else _format_error(row["max_abs_error"])
+        faster = "" if row["transformers_x_faster"] is None else f"{row['transformers_x_faster']:.1f}"
+        lines.append(f"| {row['approach']} | {row['ms']:.2f} | {row['x_clone']:.2f} | {faster} | {error} |")
+    long = rotary["long_positions"]
+    lines += [
+        "",
+        f"float32 at positions {long['first']} .. {long['last']}: max abs error vs float64 rotation",
+        "",
+        "| approach | max abs error |",
+        "| --- | ---: |",
+    ]
+    lines += [f"| {name} | {_format_error(error)} |" for name, error in long["max_abs_error"].items()]
+    lines += [
+        "",
+        "bfloat16 input: error against the exact rotation of the bfloat16 values, in units of one bfloat16 rounding "
+        "(2**-8 |exact| + 2e-6)",
+        "",
+        "| approach | output dtype | max abs error | max error / one rounding | share equal to rounded exact |",
+        "| --- | --- | ---: | ---: | ---: |",
+    ]
+    for name, row in rotary["bfloat16"].items():
+        lines.append(
+            f"| {name} | {row['dtype']} | {_format_error(row['max_abs_error'])} | "
+            f"{row['max_error_in_roundings']:.2f} | {row['share_equal_to_rounded_exact']:.3f} |"
+        )
+    lines += ["", "| target | value | met |", "| --- | ---: | --- |"]
+    for target in rotary["targets"]:
+        value = "n/a" if target["value"] is None else f"{target['value']:.3g}"
+        met = "n/a" if target["met"] is None else ("yes" if target["met"] else "NO")
+        lines.append(f"| {target['target']} {target['relation']} {target['bound']:g} | {value} | {met} |")
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m posenc.bench", description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -410,11 +722,32 @@ def main(argv=None) -> int:
         help="comma-separated NxD, default 2048x512,8192x1024,65536x1024",
     )
     parser.add_argument("--json", action="store_true", help="print the results as JSON instead of tables")
+    parser.add_argument(
+        "--section",
+        choices=("all", "sinusoidal", "rotary"),
+        default="all",
+        help="run the sinusoidal tables, the rotary rotations, or both (default)",
+    )
     args = parser.parse_args(argv)
     began = time.perf_counter()
-    results = run(args.sizes)
+    results = run(args.sizes) if args.section != "rotary" else {"machine": machine(), "sizes": []}
+    if args.section != "sinusoidal":
+        if _importable("torch"):
+            import torch
+
+            torch.set_num_threads(min(2, os.cpu_count() or 1))
+            results["machine"]["torch"] = torch.__version__
+            results["rotary"] = run_rotary()
+        else:
+            _log("skipping the rotary section: torch is not installed")
     _log(f"done in {time.perf_counter() - began:.0f} s")
-    print(json.dumps(results, indent=2) if args.json else format_report(results))
+    if args.json:
+        print(json.dumps(results, indent=2))
+    else:
+        report = format_report(results)
+        if "rotary" in results:
+            report += "\n\n" + format_rotary_report(results["rotary"])
+        print(report)
     return 0
 
 

@@ -280,7 +280,7 @@ def rotary_frequencies(head_dim, *, base=10000.0, scaling=None, seq_len=None):
 
     Notes
     -----
-    RoFormer (Su et al., 2021, eq. 15) uses :math:`\theta_i = \text{base}^{-2i/d}` for
+    RoFormer (Su et al., 2021, §3.2) uses :math:`\theta_i = \text{base}^{-2i/d}` for
     :math:`i = 0, \dots, d/2 - 1`: the frequencies of :func:`posenc.frequencies`. The scalings change
     them so that a model trained on ``L = original_max_position_embeddings`` positions reads a longer
     context; with :math:`s` = ``factor``:
@@ -347,7 +347,7 @@ def rotary_attention_factor(scaling):
 
     Notes
     -----
-    Peng et al. (2023, §3.4) divide the attention logits by a temperature :math:`t` with
+    Peng et al. (2023) divide the attention logits by a temperature :math:`t` with
     :math:`\sqrt{1/t} = 0.1 \ln s + 1`, applied by scaling both the rotated query and the rotated key by
     :math:`\sqrt{1/t}`. transformers multiplies its cos and sin tables by this factor, and
     :func:`rotate` and :class:`posenc.nn.RotaryEmbedding` do the same, so the logits grow by its square.
@@ -355,7 +355,7 @@ def rotary_attention_factor(scaling):
     References
     ----------
     .. [1] B. Peng et al., "YaRN: Efficient Context Window Extension of Large Language Models",
-       arXiv:2309.00071, §3.4.
+       arXiv:2309.00071; reference code https://github.com/jquesnelle/yarn (``get_mscale``).
 
     Examples
     --------
@@ -415,7 +415,7 @@ def rotate(x, positions, *, base=10000.0, layout="interleaved", scaling=None):
 
     Notes
     -----
-    Su et al. (2021, eq. 13-16) write the rotation at position :math:`m` as the block-diagonal matrix
+    Su et al. (2021, §3.2) write the rotation at position :math:`m` as the block-diagonal matrix
     :math:`R^d_{\Theta,m}` with blocks :math:`\begin{pmatrix}\cos m\theta_i & -\sin m\theta_i\\
     \sin m\theta_i & \cos m\theta_i\end{pmatrix}`. It is orthogonal and :math:`R_m^\top R_n = R_{n-m}`,
     so :math:`\langle R_m q, R_n k\rangle = q^\top R_{n-m} k` depends on :math:`n - m` only. For the
@@ -425,7 +425,7 @@ def rotate(x, positions, *, base=10000.0, layout="interleaved", scaling=None):
     References
     ----------
     .. [1] J. Su et al., "RoFormer: Enhanced Transformer with Rotary Position Embedding", arXiv:2104.09864,
-       §3.2, eq. 13-16.
+       §3.2.
 
     Examples
     --------

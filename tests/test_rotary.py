@@ -64,7 +64,7 @@ def random_array(seed, shape, dtype=np.float64):
 
 
 def explicit_rotation(x, positions, inv_freq, layout):
-    """An independent reference: build each 2 x 2 block of RoFormer's R_m (eq. 13) and apply it, pair by pair."""
+    """An independent reference: build each 2 x 2 block of RoFormer's R_m (§3.2) and apply it, pair by pair."""
     x = np.asarray(x, dtype=np.float64)
     half = x.shape[-1] // 2
     out = np.empty_like(x)
@@ -251,8 +251,8 @@ def test_dynamic_changes_nothing_up_to_the_trained_length_and_then_raises_the_ba
 
 
 def test_yarn_keeps_fast_pairs_and_interpolates_slow_ones():
-    """Peng et al. (2023) §3.2: pairs turning > beta_fast times over the trained length are untouched,
-    pairs turning < beta_slow times are divided by the factor."""
+    """Peng et al. (2023), as their reference code implements it: pairs turning > beta_fast times over the
+    trained length are untouched, pairs turning < beta_slow times are divided by the factor."""
     head_dim, trained = 128, 4096
     scaling = {"rope_type": "yarn", "factor": 16.0, "original_max_position_embeddings": trained}
     base_freq, scaled = rotary_frequencies(head_dim), rotary_frequencies(head_dim, scaling=scaling)
@@ -367,7 +367,7 @@ def test_frequencies_match_transformers_dynamic(head_dim, base, factor, trained,
 
 
 def yarn_ramp_width(head_dim, base, trained, beta_fast, beta_slow, truncate):
-    """high - low of YaRN's ramp (Peng et al. 2023, eq. 17-18 and transformers' find_correction_range)."""
+    """high - low of YaRN's ramp (the reference code's and transformers' find_correction_range)."""
 
     def pair(turns):
         return head_dim * math.log(trained / (turns * 2 * math.pi)) / (2 * math.log(base))

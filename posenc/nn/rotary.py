@@ -7,7 +7,6 @@ computation, and kept in a small cache keyed on everything that determines them.
 
 from __future__ import annotations
 
-import math
 import numbers
 from collections import OrderedDict
 
@@ -23,9 +22,6 @@ __all__ = ["RotaryEmbedding"]
 
 _MAX_OFFSET = 2**53
 """Largest ``offset + seq``: positions stay exact integers in float64 up to here."""
-
-_BLOCK_BYTES = 2**20
-"""Bytes of input per block of the halves layout's in-cache passes."""
 
 
 class RotaryEmbedding(nn.Module):
@@ -62,8 +58,8 @@ class RotaryEmbedding(nn.Module):
 
     *The interleaved layout* is computed as one complex multiplication, ``x`` read as complex numbers
     ``x[2i] + 1j * x[2i + 1]`` times ``exp(1j * angle)`` (Meta's Llama code does the same). *The halves
-    layout* is ``x * [cos | cos]`` plus the two cross terms ``-x[half:] * sin`` and ``x[:half] * sin``,
-    on blocks of about 1 MiB that stay in cache between the passes.
+    layout* is ``x * [cos | cos]`` plus the two cross terms ``-x[half:] * sin`` and ``x[:half] * sin``
+    added in place: three passes over the tensor and one allocation, where ``rotate_half`` makes five.
 
     *Tables.* The tables for the last few calls are cached, keyed on the offset and length (or the
     positions themselves), the device and the dtype, so repeated calls with the same shape reuse them and
@@ -75,9 +71,10 @@ class RotaryEmbedding(nn.Module):
 
     *Scalings.* For ``"yarn"`` the result is multiplied by :func:`posenc.rotary_attention_factor`, as
     transformers multiplies its cos and sin. For ``"dynamic"`` the frequencies of each call are those of
-    the length ``max(position) + 1`` of that call (transformers' ``dynamic_rope_update`` uses the largest
-    length seen so far instead): keys cached at an earlier, shorter length were rotated with other
-    frequencies, an inconsistency of dynamic scaling itself.
+    the length ``max(position) + 1`` of that call; transformers' ``dynamic_rope_update`` keeps those of the
+    largest length seen so far, until a call within the trained length resets them. Either way, keys cached
+    at an earlier, shorter length were rotated with other frequencies than later queries: an inconsistency
+    of dynamic scaling itself.
 
     References
     ----------
@@ -114,8 +111,8 @@ class RotaryEmbedding(nn.Module):
     def _frequencies(self, seq_len) -> np.ndarray:
         return _frequencies(self.head_dim, self.base, self._scaling, seq_len)
 
-    def _build_table(self, positions: np.ndarray, device: torch.device, dtype: torch.dtype) -> torch.Tensor:
-        """The table of float64 ``positions``: complex ``(seq, half)``, or cos and sin stacked ``(2, seq, half)``."""
+    def _build_table(self, positions: np.ndarray, device: torch.device, dtype: torch.dtype):
+        """The table of float64 ``positions``: complex ``(seq, half)``, or ``[cos | cos]`` and ``sin``."""
         inv_freq = self._inv_freq
         if inv_freq is None:  # dynamic: the frequencies depend on the length of this call
             inv_freq = self._frequencies(float(positions.max()) + 1.0 if len(positions) else None)
@@ -125,11 +122,11 @@ class RotaryEmbedding(nn.Module):
         if self.layout == "interleaved":
             complex_dtype = torch.complex128 if dtype == torch.float64 else torch.complex64
             table = torch.complex(cosines, sines).to(complex_dtype)
-        else:
-            table = torch.stack((cosines, sines)).to(dtype)
-        return table.to(device)
+            return table.to(device)
+        both_cosines = torch.cat((cosines, cosines), dim=-1).to(device=device, dtype=dtype)
+        return both_cosines, sines.to(device=device, dtype=dtype)
 
-    def _table(self, key, positions, device, dtype) -> torch.Tensor:
+    def _table(self, key, positions, device, dtype):
         table = self._tables.get(key)
         if table is None:
             table = self._build_table(positions(), device, dtype)
@@ -169,35 +166,15 @@ class RotaryEmbedding(nn.Module):
         return torch.view_as_real(pairs * table).flatten(-2)
 
     @staticmethod
-    def _rotate_halves(x: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
+    def _rotate_halves(x: torch.Tensor, table: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        # Three passes and one allocation: x * [cos | cos], then the cross terms added into each half in place
+        # (autograd records the in-place updates of this fresh tensor).
+        both_cosines, sines = table
         half = x.shape[-1] // 2
-        cosines, sines = table[0], table[1]
-        if torch.is_grad_enabled() and x.requires_grad:  # out= and in-place updates do not record gradients
-            first, second = x[..., :half], x[..., half:]
-            return torch.cat((first * cosines - second * sines, second * cosines + first * sines), dim=-1)
-        # rotated = x * [cos | cos], then the cross terms -second * sin and +first * sin on each half. The
-        # half-width updates touch every cache line of x and of the result, so they run on blocks of about
-        # _BLOCK_BYTES that stay in cache between the three passes.
-        seq, head_dim = x.shape[-2], x.shape[-1]
-        rows = x.reshape(math.prod(x.shape[:-2]), seq, head_dim)
-        rotated = torch.empty(rows.shape, dtype=x.dtype, device=x.device)
-        both_cosines = torch.cat((cosines, cosines), dim=-1)
-        block_rows = max(1, _BLOCK_BYTES // (head_dim * x.element_size()))
-        if seq >= block_rows:
-            blocks = [
-                (lead, slice(start, min(seq, start + block_rows)))
-                for lead in range(rows.shape[0])
-                for start in range(0, seq, block_rows)
-            ]
-        else:
-            leads = max(1, block_rows // max(seq, 1))
-            blocks = [(slice(lead, lead + leads), slice(None)) for lead in range(0, rows.shape[0], leads)]
-        for lead, positions in blocks:
-            source, target = rows[lead, positions], rotated[lead, positions]
-            torch.mul(source, both_cosines[positions], out=target)
-            target[..., :half].addcmul_(source[..., half:], sines[positions], value=-1)
-            target[..., half:].addcmul_(source[..., :half], sines[positions])
-        return rotated.view(x.shape)
+        rotated = torch.mul(x, both_cosines)
+        rotated[..., :half].addcmul_(x[..., half:], sines, value=-1)
+        rotated[..., half:].addcmul_(x[..., :half], sines)
+        return rotated
 
     def extra_repr(self) -> str:
         return f"head_dim={self.head_dim}, base={self.base}, layout={self.layout!r}, scaling={self.scaling!r}"

@@ -1,0 +1,67 @@
+"""The benchmark's rotary section and its positional_encodings row, run at tiny sizes: every approach rotates the
+same numbers, the errors it reports are the errors the tests pin elsewhere, and its report names every row."""
+
+import numpy as np
+import pytest
+import torch
+
+import posenc
+from posenc.bench import check_rotary_shape, format_rotary_report, positional_encodings_1d, run_rotary
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return run_rotary((1, 2, 32, 8), repeats=1, long_rows=4, progress=False)
+
+
+def test_every_approach_is_timed_and_checked_against_float64(tiny):
+    names = [row["approach"] for row in tiny["approaches"]]
+    assert names[0] == "x.clone() (bound)" and tiny["approaches"][0]["x_clone"] == 1.0
+    assert {"posenc RotaryEmbedding, interleaved", "posenc RotaryEmbedding, halves"} <= set(names)
+    assert any(name.startswith("transformers") for name in names) and "rotary-embedding-torch" in names
+    for row in tiny["approaches"][1:]:
+        assert row["ms"] > 0 and row["max_abs_error"] < 1e-5, row  # positions < 32: float32 angles are fine here
+
+
+def test_at_large_positions_only_float64_angles_stay_accurate(tiny):
+    errors = tiny["long_positions"]["max_abs_error"]
+    assert tiny["long_positions"]["last"] == 2**20 - 1
+    for name, error in errors.items():
+        if name.startswith("posenc") or "float64" in name:
+            assert error <= 1e-6, name
+        else:
+            assert error > 1e-4, name  # float32 angles near 2**20 are off by up to 0.03 rad
+
+
+def test_bfloat16_posenc_is_one_rounding_from_exact(tiny):
+    rows = tiny["bfloat16"]
+    for name in ("posenc RotaryEmbedding, interleaved", "posenc RotaryEmbedding, halves"):
+        assert rows[name]["dtype"] == "bfloat16" and rows[name]["max_error_in_roundings"] <= 1.0
+
+
+def test_targets_are_reported_and_the_precision_target_is_met(tiny):
+    targets = {target["target"]: target for target in tiny["targets"]}
+    assert len(targets) == 4
+    assert targets["posenc float32 error at positions up to 2**20"]["met"] is True
+
+
+def test_report_names_every_row(tiny):
+    report = format_rotary_report(tiny)
+    for row in tiny["approaches"]:
+        assert f"| {row['approach']} |" in report
+    assert "1 x 2 x 32 x 8" in report
+
+
+def test_positional_encodings_row_builds_the_papers_table():
+    ours = posenc.sinusoidal(16, 8, dtype=np.float64)
+    theirs = positional_encodings_1d(16, 8)
+    assert isinstance(theirs, torch.Tensor) and theirs.shape == (16, 8)
+    np.testing.assert_allclose(theirs.double().numpy(), ours, rtol=0, atol=4e-6)  # float32 angles < 16
+
+
+@pytest.mark.parametrize(
+    "shape, error", [((8,), ValueError), ((2, 7), ValueError), ("1x2", TypeError), ((2, 0, 4), ValueError)]
+)
+def test_bad_shapes_are_refused(shape, error):
+    with pytest.raises(error, match="shape"):
+        check_rotary_shape(shape)
