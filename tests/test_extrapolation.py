@@ -18,6 +18,8 @@ import posenc
 from posenc.chapters.extrapolation import (
     SCHEMES,
     TinyCausalLM,
+    _evaluate,
+    _scored_loss,
     markov_chain,
     position_interpolation,
     sample_sequences,
@@ -83,6 +85,31 @@ def test_sequences_start_stationary_and_follow_the_table():
     # the third symbol follows P(. | a, b): the mean log-likelihood is at the floor, not near log 16
     nll = -np.log(chain.transitions[x[:, 0], x[:, 1], x[:, 2]])
     assert abs(nll.mean() - chain.entropy_rate) < 0.06
+
+
+class _ChainOracle(torch.nn.Module):
+    """Stands in for a model: at position t >= 1 it predicts with the chain's own P(. | x[t-1], x[t])."""
+
+    n_heads = 1
+
+    def __init__(self, chain):
+        super().__init__()
+        self.log_p = torch.from_numpy(np.log(chain.transitions))
+
+    def _logits(self, tokens, positions=None):
+        logits = torch.zeros(*tokens.shape, self.log_p.shape[-1], dtype=torch.float64)
+        logits[:, 1:] = self.log_p[tokens[:, :-1], tokens[:, 1:]]
+        return logits  # position 0 (one symbol seen) predicts uniformly
+
+
+def test_the_loss_scores_exactly_the_symbols_with_two_predecessors():
+    """_scored_loss / _evaluate average -log P over x[2:], which the chain oracle predicts exactly."""
+    chain = markov_chain(4)
+    x = sample_sequences(chain, 64, 17, seed=0)
+    expected = -np.log(chain.transitions[x[:, :-3], x[:, 1:-2], x[:, 2:-1]]).mean()  # x[2 .. 15] of 16 read
+    oracle = _ChainOracle(chain)
+    assert float(_scored_loss(oracle, torch.from_numpy(x[:, :-1]))) == pytest.approx(expected, rel=1e-12)
+    assert _evaluate(oracle, x[:, :-1]) == pytest.approx(expected, rel=1e-12)
 
 
 def test_sampling_is_reproducible_and_seeded():
