@@ -139,20 +139,20 @@ def test_model_is_causal(scheme):
 
 
 def test_biases_are_the_references_plus_the_causal_mask():
+    """ALiBi is posenc.alibi_bias; T5 reads its table at the decoder's (unidirectional) buckets, 40 positions."""
     torch.manual_seed(0)
-    alibi = TinyCausalLM("alibi")._bias(6, torch.float64)
-    np.testing.assert_allclose(alibi.numpy(), posenc.alibi_bias(4, 6), rtol=1e-6, atol=0)
+    alibi = TinyCausalLM("alibi")._bias(40, torch.float64)
+    np.testing.assert_allclose(alibi.numpy(), posenc.alibi_bias(4, 40), rtol=1e-6, atol=0)
     t5 = TinyCausalLM("t5")
-    bias = t5._bias(6, torch.float32).detach()
-    buckets = posenc.t5_relative_bucket(
-        np.arange(6)[None, :] - np.arange(6)[:, None], bidirectional=False, num_buckets=32, max_distance=128
-    )
+    bias = t5._bias(40, torch.float32).detach()
+    relative = np.arange(40)[None, :] - np.arange(40)[:, None]
+    buckets = posenc.t5_relative_bucket(relative, bidirectional=False, num_buckets=32, max_distance=128)
     table = t5.relative.relative_attention_bias.weight.detach()
-    lower = np.tril(np.ones((6, 6), dtype=bool))
+    lower = np.tril(np.ones((40, 40), dtype=bool))
     assert torch.equal(bias[:, lower], table[torch.from_numpy(buckets[lower])].T)
     assert torch.all(bias[:, ~lower] == -math.inf)
     for scheme in ("sinusoidal", "learned", "rotary", "none"):
-        assert TinyCausalLM(scheme)._bias(6, torch.float32) is None  # the fused causal kernel
+        assert TinyCausalLM(scheme)._bias(40, torch.float32) is None  # the fused causal kernel
 
 
 def test_interpolated_positions_equal_linear_rope_scaling():
