@@ -20,6 +20,13 @@ from posenc import (
 from posenc._validation import check_table_size
 from posenc.bench import run as bench_run
 from posenc.chapters.add_or_concatenate import layer_cost, logit_terms, mean_abs_cosine
+from posenc.chapters.extrapolation import (
+    TinyCausalLM,
+    markov_chain,
+    position_interpolation,
+    sample_sequences,
+    train_and_evaluate,
+)
 from posenc.chapters.plotting import heatmap
 from posenc.chapters.prototypes import binary_code, dyadic_dials, normalised_count, raw_count
 from posenc.chapters.tabular import FeatureTokenizer, TinyFTTransformer, permute_features, train_regression
@@ -400,6 +407,106 @@ BAD_CALLS = {
         "permutation",
     ),
     "train too many steps": (lambda: train_regression(*_tiny_regression(), steps=10**6), ValueError, "steps"),
+    # train short, test long (posenc.chapters.extrapolation): every check runs before any training
+    "chain negative seed": (lambda: markov_chain(-1), ValueError, "seed"),
+    "chain float seed": (lambda: markov_chain(1.0), TypeError, "seed"),
+    "chain 33 symbols": (lambda: markov_chain(0, n_symbols=33), ValueError, "n_symbols"),
+    "chain huge alphabet": (lambda: markov_chain(0, n_symbols=2**20), ValueError, "n_symbols"),
+    "chain zero concentration": (lambda: markov_chain(0, concentration=0.0), ValueError, "concentration"),
+    "chain str concentration": (lambda: markov_chain(0, concentration="0.1"), TypeError, "concentration"),
+    "sample from a dict": (lambda: sample_sequences({}, 2, 4, seed=0), TypeError, "chain"),
+    "sample zero sequences": (
+        lambda: sample_sequences(markov_chain(0, n_symbols=2), 0, 4, seed=0),
+        ValueError,
+        "n_sequences",
+    ),
+    "sample huge length": (
+        lambda: sample_sequences(markov_chain(0, n_symbols=2), 1, 2**40, seed=0),
+        ValueError,
+        "length",
+    ),
+    "sample bool seed": (lambda: sample_sequences(markov_chain(0, n_symbols=2), 1, 4, seed=True), TypeError, "seed"),
+    "lm unknown scheme": (lambda: TinyCausalLM("relative"), ValueError, "scheme"),
+    "lm None scheme": (lambda: TinyCausalLM(None), TypeError, "scheme"),
+    "lm heads not dividing": (lambda: TinyCausalLM("none", d_model=30, n_heads=4), ValueError, "n_heads"),
+    "lm odd rotary head": (lambda: TinyCausalLM("rotary", d_model=12, n_heads=4), ValueError, "d_model"),
+    "lm odd sinusoidal width": (lambda: TinyCausalLM("sinusoidal", d_model=5, n_heads=1), ValueError, "d_model"),
+    "lm one-symbol vocabulary": (lambda: TinyCausalLM("none", vocab_size=1), ValueError, "vocab_size"),
+    "lm huge width": (lambda: TinyCausalLM("none", d_model=2**20, n_heads=1), ValueError, "d_model"),
+    "lm too many layers": (lambda: TinyCausalLM("none", n_layers=17), ValueError, "n_layers"),
+    "lm huge max_len": (lambda: TinyCausalLM("learned", max_len=2**30), ValueError, "max_len"),
+    "lm float tokens": (lambda: TinyCausalLM("none")(torch.zeros(2, 3)), TypeError, "tokens"),
+    "lm 1-D tokens": (lambda: TinyCausalLM("none")(torch.zeros(3, dtype=torch.long)), ValueError, "tokens"),
+    "lm symbol out of range": (lambda: TinyCausalLM("none")(torch.full((1, 3), 16)), ValueError, "tokens"),
+    "lm learned too long": (
+        lambda: TinyCausalLM("learned", max_len=4)(torch.zeros(1, 5, dtype=torch.long)),
+        ValueError,
+        "max_len",
+    ),
+    "lm huge batch": (
+        lambda: TinyCausalLM("none")(torch.zeros(1, 1, dtype=torch.long).expand(4096, 4096)),
+        ValueError,
+        "tokens",
+    ),
+    "lm positions without rotary": (
+        lambda: TinyCausalLM("alibi")(torch.zeros(1, 3, dtype=torch.long), positions=torch.zeros(3)),
+        ValueError,
+        "positions",
+    ),
+    "lm positions wrong length": (
+        lambda: TinyCausalLM("rotary")(torch.zeros(1, 3, dtype=torch.long), positions=torch.zeros(4)),
+        ValueError,
+        "positions",
+    ),
+    "lm integer positions": (
+        lambda: TinyCausalLM("rotary")(torch.zeros(1, 3, dtype=torch.long), positions=torch.arange(3)),
+        TypeError,
+        "positions",
+    ),
+    "train unknown scheme": (lambda: train_and_evaluate("abs", seed=0), ValueError, "scheme"),
+    "train missing seed": (lambda: train_and_evaluate("none", seed=None), TypeError, "seed"),
+    "lm-train zero steps": (lambda: train_and_evaluate("none", seed=0, steps=0), ValueError, "steps"),
+    "lm-train a million steps": (lambda: train_and_evaluate("none", seed=0, steps=10**6), ValueError, "steps"),
+    "train eval_lens as str": (lambda: train_and_evaluate("none", seed=0, eval_lens="32"), TypeError, "eval_lens"),
+    "train empty eval_lens": (lambda: train_and_evaluate("none", seed=0, eval_lens=()), ValueError, "eval_lens"),
+    "train repeated eval_lens": (
+        lambda: train_and_evaluate("none", seed=0, eval_lens=(32, 32)),
+        ValueError,
+        "eval_lens",
+    ),
+    "train eval length one": (lambda: train_and_evaluate("none", seed=0, eval_lens=(1,)), ValueError, "eval_lens"),
+    "lm-train nan lr": (lambda: train_and_evaluate("none", seed=0, lr=float("nan")), ValueError, "lr"),
+    "train lr above one": (lambda: train_and_evaluate("none", seed=0, lr=2.0), ValueError, "lr"),
+    "train train_len one": (lambda: train_and_evaluate("none", seed=0, train_len=1), ValueError, "train_len"),
+    "train huge batch": (
+        lambda: train_and_evaluate("none", seed=0, batch_size=4096, train_len=4096),
+        ValueError,
+        "batch_size",
+    ),
+    "train long eval for 64 heads": (
+        lambda: train_and_evaluate("none", seed=0, d_model=64, n_heads=64, eval_lens=(4096,)),
+        ValueError,
+        "n_heads",
+    ),
+    "train str concentration": (
+        lambda: train_and_evaluate("none", seed=0, concentration="low"),
+        TypeError,
+        "concentration",
+    ),
+    "train zero eval_tokens": (lambda: train_and_evaluate("none", seed=0, eval_tokens=0), ValueError, "eval_tokens"),
+    "interpolate factor one": (lambda: position_interpolation(seed=0, factor=1), ValueError, "factor"),
+    "interpolate too long": (lambda: position_interpolation(seed=0, train_len=2048, factor=4), ValueError, "factor"),
+    "interpolate zero fine-tuning": (
+        lambda: position_interpolation(seed=0, finetune_steps=0),
+        ValueError,
+        "finetune_steps",
+    ),
+    "interpolate negative finetune_lr": (
+        lambda: position_interpolation(seed=0, finetune_lr=-1e-3),
+        ValueError,
+        "finetune_lr",
+    ),
+    "interpolate odd rotary head": (lambda: position_interpolation(seed=0, d_model=12), ValueError, "d_model"),
     # ALiBi (posenc.alibi, posenc.nn.alibi)
     "alibi zero heads": (lambda: alibi_slopes(0), ValueError, "n_heads"),
     "alibi negative heads": (lambda: alibi_slopes(-8), ValueError, "n_heads"),

@@ -45,6 +45,14 @@ from posenc import (
     translation_matrix,
 )
 from posenc.chapters.add_or_concatenate import layer_cost, logit_terms, mean_abs_cosine
+from posenc.chapters.extrapolation import (
+    MarkovChain,
+    TinyCausalLM,
+    markov_chain,
+    position_interpolation,
+    sample_sequences,
+    train_and_evaluate,
+)
 from posenc.chapters.plotting import heatmap
 from posenc.chapters.prototypes import binary_code, dyadic_dials, normalised_count, raw_count
 from posenc.chapters.tabular import FeatureTokenizer, TinyFTTransformer, permute_features, train_regression
@@ -257,6 +265,48 @@ def _layout_check(a):
 
 def _bucket_check(a):
     return assert_t5_buckets_in_range(**_with(a, "bucket_fn", posenc.t5_relative_bucket))
+
+
+def _check_chain(chain, a):
+    n = a["n_symbols"]
+    assert isinstance(chain, MarkovChain) and chain.transitions.shape == (n, n, n)
+    assert np.allclose(chain.transitions.sum(axis=-1), 1.0) and abs(chain.pair_distribution.sum() - 1.0) < 1e-9
+    assert 0.0 <= chain.entropy_rate <= chain.order1_entropy + 1e-9 <= math.log(n) + 1e-9
+
+
+def _check_sequences(x, a):
+    assert x.shape == (a["n_sequences"], a["length"]) and x.dtype == np.int64
+    assert x.min() >= 0 and x.max() < a["chain"].transitions.shape[0]
+
+
+def _check_lm(model, a):
+    out = model(torch.zeros(2, 1, dtype=torch.long))
+    assert out.shape == (2, 1, a["vocab_size"]) and torch.isfinite(out).all()
+
+
+def _check_extrapolation(result, a):
+    assert set(result.losses) | set(result.not_evaluated) == set(a["eval_lens"])
+    assert all(math.isfinite(v) and v > 0 for v in result.losses.values())
+
+
+def _check_interpolation(result, a):
+    assert result.eval_len == a["factor"] * a["train_len"]
+    assert all(math.isfinite(v) for v in result[6:])
+
+
+_TINY_TRAINING = dict(
+    seed=0,
+    source_seed=0,
+    concentration=0.05,
+    train_len=4,
+    steps=1,
+    batch_size=2,
+    d_model=8,
+    n_heads=2,
+    n_layers=1,
+    lr=1e-2,
+    eval_tokens=16,
+)
 
 
 SPECS = {
@@ -641,6 +691,52 @@ SPECS = {
         _bucket_check,
         lambda: dict(bucket_fn=_reference_placeholder, bidirectional=True, num_buckets=32, max_distance=128),
         _passed,
+    ),
+    "posenc.chapters.extrapolation.markov_chain": Spec(
+        markov_chain,
+        lambda a: markov_chain(a["seed"], n_symbols=a["n_symbols"], concentration=a["concentration"]),
+        lambda: dict(seed=0, n_symbols=4, concentration=0.05),
+        _check_chain,
+    ),
+    "posenc.chapters.extrapolation.sample_sequences": Spec(
+        sample_sequences,
+        lambda a: sample_sequences(a["chain"], a["n_sequences"], a["length"], seed=a["seed"]),
+        lambda: dict(chain=markov_chain(0, n_symbols=4), n_sequences=2, length=5, seed=0),
+        _check_sequences,
+    ),
+    "posenc.chapters.extrapolation.TinyCausalLM": Spec(
+        TinyCausalLM,
+        lambda a: TinyCausalLM(
+            a["scheme"],
+            vocab_size=a["vocab_size"],
+            d_model=a["d_model"],
+            n_heads=a["n_heads"],
+            n_layers=a["n_layers"],
+            max_len=a["max_len"],
+        ),
+        lambda: dict(scheme="rotary", vocab_size=16, d_model=8, n_heads=2, n_layers=1, max_len=4),
+        _check_lm,
+    ),
+    "posenc.chapters.extrapolation.TinyCausalLM.forward": Spec(
+        TinyCausalLM.forward,
+        lambda a: TinyCausalLM("rotary", d_model=8, n_heads=2, n_layers=1)(a["tokens"], positions=a["positions"]),
+        lambda: dict(tokens=torch.zeros(2, 3, dtype=torch.long), positions=None),
+        lambda out, a: (
+            (out.shape == (*a["tokens"].shape, 16) and bool(torch.isfinite(out).all()))
+            or pytest.fail(f"output of shape {tuple(out.shape)} or not finite")
+        ),
+    ),
+    "posenc.chapters.extrapolation.train_and_evaluate": Spec(
+        train_and_evaluate,
+        lambda a: train_and_evaluate(a["scheme"], **{k: v for k, v in a.items() if k != "scheme"}),
+        lambda: dict(scheme="rotary", eval_lens=(4, 8), **_TINY_TRAINING),
+        _check_extrapolation,
+    ),
+    "posenc.chapters.extrapolation.position_interpolation": Spec(
+        position_interpolation,
+        lambda a: position_interpolation(**a),
+        lambda: dict(factor=2, finetune_steps=1, finetune_lr=1e-3, **_TINY_TRAINING),
+        _check_interpolation,
     ),
 }
 

@@ -1,0 +1,943 @@
+r"""Train short, test long: a tiny causal language model trained at one length and scored at longer ones.
+
+The data is an order-2 Markov chain over 16 symbols, generated in memory, so the best possible loss is
+known exactly. The model is a small pre-norm Transformer decoder written out here (not
+``torch.nn.TransformerDecoder``) so that each positional scheme acts where it belongs: added to the token
+embeddings (``"sinusoidal"``, ``"learned"``), rotating queries and keys (``"rotary"``), added to the
+attention logits (``"t5"``, ``"alibi"``), or nowhere (``"none"``: the causal mask is the only source of
+order). This module holds
+
+- :func:`markov_chain`, the seeded source with its exact entropies (the loss floor among them), and
+  :func:`sample_sequences`, which draws sequences from it;
+- :class:`TinyCausalLM`, the model;
+- :func:`train_and_evaluate`, which trains one model at ``train_len`` and reports its loss at several
+  evaluation lengths;
+- :func:`position_interpolation`, which runs a trained rotary model at a multiple of its training length
+  with plain and with interpolated positions (Chen et al., 2023), before and after a short fine-tuning.
+
+Every training function runs torch on one thread, seeds everything from its arguments and leaves torch's
+global random state and thread count as it found them: equal arguments give equal numbers on a machine.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import numpy as np
+import torch
+from torch import nn
+
+from posenc._validation import MAX_TABLE_ELEMENTS, check_int_in
+from posenc.nn import (
+    ALiBiBias,
+    LearnedPositionalEmbedding,
+    RotaryEmbedding,
+    SinusoidalPositionalEncoding,
+    T5RelativeBias,
+)
+
+__all__ = [
+    "SCHEMES",
+    "MarkovChain",
+    "markov_chain",
+    "sample_sequences",
+    "TinyCausalLM",
+    "ExtrapolationResult",
+    "train_and_evaluate",
+    "InterpolationResult",
+    "position_interpolation",
+]
+
+SCHEMES = ("sinusoidal", "learned", "rotary", "t5", "alibi", "none")
+"""The positional schemes :class:`TinyCausalLM` knows, in the order the chapter lists them."""
+
+N_SYMBOLS = 16
+"""Alphabet of the chain :func:`train_and_evaluate` and :func:`position_interpolation` train on."""
+
+MAX_SYMBOLS = 32
+"""Largest alphabet :func:`markov_chain` builds: its stationary distribution solves an ``n**2``-square system."""
+
+MAX_VOCAB = 4096
+"""Largest vocabulary :class:`TinyCausalLM` accepts."""
+
+MAX_LENGTH = 4096
+"""Longest sequence any function here accepts, for training or evaluation."""
+
+MAX_STEPS = 100_000
+"""Most optimiser updates a training call accepts: a book-sized loop, not a training run."""
+
+MAX_D_MODEL = 1024
+"""Widest :class:`TinyCausalLM`."""
+
+MAX_HEADS = 64
+"""Most attention heads per layer."""
+
+MAX_LAYERS = 16
+"""Most blocks."""
+
+MAX_BATCH = 4096
+"""Most sequences per training step, and per call of :func:`sample_sequences`."""
+
+MAX_EVAL_TOKENS = 2**22
+"""Most scored symbols per evaluation length."""
+
+T5_NUM_BUCKETS = 32
+"""Buckets of the ``"t5"`` scheme's bias (T5's default)."""
+
+T5_MAX_DISTANCE = 128
+"""Distance beyond which the ``"t5"`` scheme puts every key in its last bucket (T5's default)."""
+
+_MLP_RATIO = 4
+_ATTENTION_CHUNK = 2**22
+"""Most attention logits (sequences x heads x length**2) one evaluation batch holds."""
+
+_GRAD_CLIP = 1.0
+
+
+# --- Argument checks -----------------------------------------------------------------------------------------
+
+
+def _check_real(value, name: str, minimum: float, maximum: float) -> float:
+    accepted = f"a real number in [{minimum:g}, {maximum:g}]"
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be {accepted}, got {type(value).__name__} {value!r}")
+    value = float(value)
+    if not (math.isfinite(value) and minimum <= value <= maximum):
+        raise ValueError(f"{name} must be {accepted}, got {value}")
+    return value
+
+
+def _check_lr(value, name: str) -> float:
+    accepted = "a real number in (0, 1]"
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be {accepted}, got {type(value).__name__} {value!r}")
+    value = float(value)
+    if not (math.isfinite(value) and 0.0 < value <= 1.0):
+        raise ValueError(f"{name} must be {accepted}, got {value}")
+    return value
+
+
+def _check_seed(seed, name: str = "seed") -> int:
+    return check_int_in(seed, name, minimum=0, maximum=2**63 - 1)
+
+
+def _check_concentration(concentration) -> float:
+    return _check_real(concentration, "concentration", 0.01, 100.0)
+
+
+def _check_scheme(scheme) -> str:
+    if not isinstance(scheme, str):
+        raise TypeError(f"scheme must be one of {SCHEMES}, got {type(scheme).__name__} {scheme!r}")
+    if scheme not in SCHEMES:
+        raise ValueError(f"scheme must be one of {SCHEMES}, got {scheme!r}")
+    return scheme
+
+
+def _check_eval_lens(eval_lens) -> tuple[int, ...]:
+    accepted = f"a non-empty sequence of at most 64 distinct ints in [2, {MAX_LENGTH}]"
+    if isinstance(eval_lens, (str, bytes)) or not isinstance(eval_lens, Sequence):
+        raise TypeError(f"eval_lens must be {accepted}, got {type(eval_lens).__name__} {eval_lens!r}")
+    if not 1 <= len(eval_lens) <= 64:
+        raise ValueError(f"eval_lens must be {accepted}, got {len(eval_lens)} entries")
+    lengths = []
+    for length in eval_lens:
+        if isinstance(length, (bool, np.bool_)) or not isinstance(length, numbers.Integral):
+            raise TypeError(f"eval_lens must be {accepted}, got an entry {type(length).__name__} {length!r}")
+        if not 2 <= int(length) <= MAX_LENGTH:
+            raise ValueError(f"eval_lens must be {accepted}, got an entry {int(length)}")
+        lengths.append(int(length))
+    if len(set(lengths)) != len(lengths):
+        raise ValueError(f"eval_lens must be {accepted}, got repeated entries in {lengths}")
+    return tuple(lengths)
+
+
+def _check_architecture(scheme: str, d_model, n_heads, n_layers) -> tuple[int, int, int]:
+    d_model = check_int_in(d_model, "d_model", minimum=1, maximum=MAX_D_MODEL)
+    n_heads = check_int_in(n_heads, "n_heads", minimum=1, maximum=MAX_HEADS)
+    n_layers = check_int_in(n_layers, "n_layers", minimum=1, maximum=MAX_LAYERS)
+    if d_model % n_heads:
+        raise ValueError(f"n_heads must divide d_model, got n_heads={n_heads} and d_model={d_model}")
+    if scheme == "rotary" and (d_model // n_heads) % 2:
+        raise ValueError(
+            f"d_model // n_heads (the head width) must be even for the rotary scheme, got d_model={d_model} "
+            f"and n_heads={n_heads}"
+        )
+    if scheme == "sinusoidal" and d_model % 2:
+        raise ValueError(f"d_model must be even for the sinusoidal scheme, got {d_model}")
+    return d_model, n_heads, n_layers
+
+
+def _check_attention_size(n_sequences: int, n_heads: int, length: int, what: str) -> None:
+    """Refuse a batch whose attention logits (per layer) would exceed MAX_TABLE_ELEMENTS."""
+    if n_sequences * n_heads * length * length > MAX_TABLE_ELEMENTS:
+        raise ValueError(
+            f"{what}: {n_sequences} sequence(s) x n_heads={n_heads} x length {length}**2 attention logits exceed "
+            f"the limit of {MAX_TABLE_ELEMENTS}: ask for fewer heads or a shorter length"
+        )
+
+
+class _OneThread:
+    """Run a block with torch on one thread (deterministic, and fair to a shared machine)."""
+
+    def __enter__(self):
+        self.previous = torch.get_num_threads()
+        torch.set_num_threads(1)
+
+    def __exit__(self, *exc_info):
+        torch.set_num_threads(self.previous)
+        return False
+
+
+# --- The source ----------------------------------------------------------------------------------------------
+
+
+class MarkovChain(NamedTuple):
+    r"""An order-2 Markov chain and its exact entropies, returned by :func:`markov_chain`.
+
+    Attributes
+    ----------
+    transitions : (n, n, n) float64 array
+        ``transitions[a, b, c]`` is the probability that the next symbol is ``c`` when the two before it
+        are ``a`` then ``b``; every ``transitions[a, b]`` sums to 1.
+    pair_distribution : (n, n) float64 array
+        Stationary distribution :math:`\pi(a, b)` of consecutive pairs; sums to 1.
+    entropy_rate : float
+        :math:`H(X_{t+1} \mid X_{t-1}, X_t)` in nats under :math:`\pi`: the lowest expected cross-entropy
+        any predictor reaches on a symbol that has two predecessors (the loss floor).
+    order1_entropy : float
+        :math:`H(X_{t+1} \mid X_t)` in nats: the lowest loss of a predictor that sees only the current
+        symbol, which needs no positional information.
+    marginal_entropy : float
+        :math:`H(X_t)` in nats: the lowest loss of a predictor that sees nothing.
+    """
+
+    transitions: np.ndarray
+    pair_distribution: np.ndarray
+    entropy_rate: float
+    order1_entropy: float
+    marginal_entropy: float
+
+
+def _entropy(p: np.ndarray, axis=None):
+    """Shannon entropy in nats, with 0 log 0 = 0."""
+    return -np.sum(p * np.log(np.where(p > 0, p, 1.0)), axis=axis)
+
+
+def markov_chain(seed, *, n_symbols=16, concentration=0.05) -> MarkovChain:
+    r"""A random order-2 Markov chain, with the exact entropy rate that bounds any model's loss on it.
+
+    Parameters
+    ----------
+    seed : int
+        Seed of the transition table; an int in ``[0, 2**63 - 1]``.
+    n_symbols : int, default 16
+        Alphabet size :math:`n`; from 2 to :data:`MAX_SYMBOLS` (32).
+    concentration : float, default 0.05
+        Parameter :math:`\alpha` of the symmetric Dirichlet each row is drawn from, in ``[0.01, 100]``. A
+        small value gives peaked rows: a low entropy rate and a source a tiny model learns quickly.
+
+    Returns
+    -------
+    chain : MarkovChain
+
+    Notes
+    -----
+    Each row :math:`P(\cdot \mid a, b)` is an independent draw from :math:`\mathrm{Dirichlet}(\alpha,
+    \dots, \alpha)`; entries below :math:`10^{-12}` are raised to it and the row renormalised, so the
+    chain on pairs, :math:`(a, b) \to (b, c)` with probability :math:`P(c \mid a, b)`, is irreducible and
+    aperiodic. Its stationary distribution is the unique solution of
+
+    .. math::
+
+        \pi(b, c) = \sum_a \pi(a, b)\, P(c \mid a, b), \qquad \sum_{a, b} \pi(a, b) = 1,
+
+    solved as a linear system (exactly, up to rounding; no simulation). Then
+
+    .. math::
+
+        H = -\sum_{a, b} \pi(a, b) \sum_c P(c \mid a, b) \log P(c \mid a, b).
+
+    :func:`sample_sequences` starts every sequence with a pair drawn from :math:`\pi`, so each symbol from
+    the third on has expected best loss exactly :math:`H`. The first two do not (the first has entropy
+    :math:`H(X_t)`, the second :math:`H(X_{t+1} \mid X_t)`), which is why the losses of this module leave
+    them out.
+
+    Examples
+    --------
+    >>> chain = markov_chain(0, n_symbols=4)
+    >>> chain.transitions.shape, bool(np.allclose(chain.transitions.sum(axis=-1), 1.0))
+    ((4, 4, 4), True)
+    >>> bool(chain.entropy_rate <= chain.order1_entropy <= chain.marginal_entropy <= np.log(4))
+    True
+    """
+    seed = _check_seed(seed)
+    n = check_int_in(n_symbols, "n_symbols", minimum=2, maximum=MAX_SYMBOLS)
+    alpha = _check_concentration(concentration)
+    transitions = np.random.default_rng(seed).dirichlet(np.full(n, alpha), size=(n, n))
+    transitions = np.maximum(transitions, 1e-12)
+    transitions /= transitions.sum(axis=-1, keepdims=True)
+
+    # pair_to_pair[(a, b), (b, c)] = P(c | a, b); solve pi = pi @ pair_to_pair with one equation replaced
+    # by the normalisation.
+    pair_to_pair = np.zeros((n, n, n, n))
+    for b in range(n):
+        pair_to_pair[:, b, b, :] = transitions[:, b, :]
+    system = pair_to_pair.reshape(n * n, n * n).T - np.eye(n * n)
+    system[-1] = 1.0
+    rhs = np.zeros(n * n)
+    rhs[-1] = 1.0
+    pairs = np.maximum(np.linalg.solve(system, rhs), 0.0)
+    pairs = (pairs / pairs.sum()).reshape(n, n)
+
+    entropy_rate = float(np.sum(pairs * _entropy(transitions, axis=-1)))
+    current_next = np.einsum("ab,abc->bc", pairs, transitions)  # joint distribution of (x[t], x[t+1])
+    marginal = current_next.sum(axis=1)
+    order1 = float(_entropy(current_next) - _entropy(marginal))
+    return MarkovChain(transitions, pairs, entropy_rate, order1, float(_entropy(marginal)))
+
+
+def _sample(chain: MarkovChain, n_sequences: int, length: int, rng: np.random.Generator) -> np.ndarray:
+    n = chain.transitions.shape[0]
+    out = np.empty((n_sequences, length), dtype=np.int64)
+    first_pair = np.searchsorted(np.cumsum(chain.pair_distribution.ravel()), rng.random(n_sequences), side="right")
+    first_pair = np.minimum(first_pair, n * n - 1)
+    out[:, 0] = first_pair // n
+    if length > 1:
+        out[:, 1] = first_pair % n
+    cumulative = np.cumsum(chain.transitions.reshape(n * n, n), axis=-1)
+    for t in range(2, length):
+        rows = cumulative[out[:, t - 2] * n + out[:, t - 1]]
+        out[:, t] = np.minimum((rng.random(n_sequences)[:, None] >= rows).sum(axis=-1), n - 1)
+    return out
+
+
+def sample_sequences(chain, n_sequences, length, *, seed) -> np.ndarray:
+    """Draw sequences from ``chain``, each starting with a pair drawn from its stationary distribution.
+
+    Parameters
+    ----------
+    chain : MarkovChain
+        From :func:`markov_chain`.
+    n_sequences : int
+        Number of sequences; from 1 to :data:`MAX_BATCH` (4096).
+    length : int
+        Symbols per sequence; from 1 to :data:`MAX_LENGTH` (4096).
+    seed : int
+        Seed of the draw; an int in ``[0, 2**63 - 1]``.
+
+    Returns
+    -------
+    sequences : (n_sequences, length) int64 array
+        Symbols in ``0 ... n - 1``; the same for the same arguments.
+
+    Examples
+    --------
+    >>> chain = markov_chain(0, n_symbols=4)
+    >>> x = sample_sequences(chain, 3, 10, seed=1)
+    >>> x.shape, x.dtype.name, bool(np.array_equal(x, sample_sequences(chain, 3, 10, seed=1)))
+    ((3, 10), 'int64', True)
+    """
+    if not isinstance(chain, MarkovChain):
+        raise TypeError(f"chain must be a MarkovChain from markov_chain(), got {type(chain).__name__}")
+    n_sequences = check_int_in(n_sequences, "n_sequences", minimum=1, maximum=MAX_BATCH)
+    length = check_int_in(length, "length", minimum=1, maximum=MAX_LENGTH)
+    seed = _check_seed(seed)
+    return _sample(chain, n_sequences, length, np.random.default_rng(seed))
+
+
+# --- The model -----------------------------------------------------------------------------------------------
+
+
+class _Block(nn.Module):
+    """Pre-norm causal self-attention and MLP; the scheme enters through ``bias`` and ``rotary``."""
+
+    def __init__(self, d_model: int, n_heads: int):
+        super().__init__()
+        self.n_heads = n_heads
+        self.head_dim = d_model // n_heads
+        self.norm1 = nn.LayerNorm(d_model)
+        self.qkv = nn.Linear(d_model, 3 * d_model)
+        self.out = nn.Linear(d_model, d_model)
+        self.norm2 = nn.LayerNorm(d_model)
+        hidden = _MLP_RATIO * d_model
+        self.mlp = nn.Sequential(nn.Linear(d_model, hidden), nn.ReLU(), nn.Linear(hidden, d_model))
+
+    def forward(self, x, bias, rotary, positions):
+        batch, seq, width = x.shape
+        q, k, v = self.qkv(self.norm1(x)).view(batch, seq, 3, self.n_heads, self.head_dim).permute(2, 0, 3, 1, 4)
+        if rotary is not None:
+            q = rotary(q, positions=positions)
+            k = rotary(k, positions=positions)
+        if bias is None:  # causal mask only: PyTorch's fused kernel
+            mixed = nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:  # the bias carries the scheme's terms and -inf above the diagonal
+            logits = q @ k.transpose(-1, -2) / math.sqrt(self.head_dim) + bias
+            mixed = torch.softmax(logits, dim=-1) @ v
+        x = x + self.out(mixed.transpose(1, 2).reshape(batch, seq, width))
+        return x + self.mlp(self.norm2(x))
+
+
+class TinyCausalLM(nn.Module):
+    r"""A small pre-norm Transformer language model with a choice of positional scheme.
+
+    Parameters
+    ----------
+    scheme : {"sinusoidal", "learned", "rotary", "t5", "alibi", "none"}
+        Where position enters. ``"sinusoidal"``: :class:`posenc.nn.SinusoidalPositionalEncoding` added to
+        the token embeddings (Vaswani et al., 2017). ``"learned"``: :class:`posenc.nn.LearnedPositionalEmbedding`
+        with ``max_len`` rows, added likewise. ``"rotary"``: :class:`posenc.nn.RotaryEmbedding` rotating the
+        queries and keys of every layer (Su et al., 2021). ``"t5"``: one :class:`posenc.nn.T5RelativeBias`
+        (unidirectional, :data:`T5_NUM_BUCKETS` buckets, maximum distance :data:`T5_MAX_DISTANCE`, as in
+        T5's decoder) added to the logits of every layer, shared by the layers as in T5 (Raffel et al.,
+        2020). ``"alibi"``: :class:`posenc.nn.ALiBiBias` added to the logits of every layer (Press et al.,
+        2022). ``"none"``: no positional information; the causal mask is the only source of order.
+    vocab_size : int, default 16
+        Number of symbols; from 2 to :data:`MAX_VOCAB`.
+    d_model : int, default 32
+        Width; from 1 to :data:`MAX_D_MODEL`, divisible by ``n_heads``; even for ``"sinusoidal"``; with an
+        even head width ``d_model // n_heads`` for ``"rotary"``.
+    n_heads : int, default 4
+        Attention heads per layer; from 1 to :data:`MAX_HEADS`.
+    n_layers : int, default 2
+        Number of blocks; from 1 to :data:`MAX_LAYERS`.
+    max_len : int, default 32
+        Rows of the learned table: ``"learned"`` refuses longer inputs. The other schemes accept any length
+        up to :data:`MAX_LENGTH` (``max_len`` only sizes the sinusoidal cache).
+
+    Notes
+    -----
+    ``forward(tokens, positions=None)`` maps ``(batch, seq)`` int64 symbols to ``(batch, seq, vocab_size)``
+    next-symbol logits. Each block computes, with pre-norm (as GPT-2),
+
+    .. math::
+
+        x \leftarrow x + \mathrm{Attn}(\mathrm{LN}(x)), \qquad x \leftarrow x + \mathrm{MLP}(\mathrm{LN}(x)),
+
+    where head :math:`h` weighs key :math:`j` for query :math:`i` by the softmax of
+    :math:`q_i^\top k_j / \sqrt{d_h} + B_h(i, j)`, :math:`B_h` being the scheme's bias (zero for schemes
+    without one) plus :math:`-\infty` for :math:`j > i`; the MLP is :math:`4 d` wide with ReLU. A final
+    LayerNorm and a linear map give the logits. ``positions`` (rotary only) is a ``(seq,)`` floating tensor
+    of real positions given to the rotary embedding instead of ``0, 1, ..., seq - 1``: dividing them by a
+    factor is Position Interpolation (Chen et al., 2023).
+
+    References
+    ----------
+    .. [1] O. Press, N. A. Smith, M. Lewis, "Train Short, Test Long: Attention with Linear Biases Enables
+       Input Length Extrapolation", ICLR 2022, arXiv:2108.12409.
+    .. [2] A. Haviv, O. Ram, O. Press, P. Izsak, O. Levy, "Transformer Language Models without Positional
+       Encodings Still Learn Positional Information", Findings of EMNLP 2022, arXiv:2203.16634.
+
+    Examples
+    --------
+    >>> _ = torch.manual_seed(0)
+    >>> model = TinyCausalLM("alibi")
+    >>> model(torch.zeros(2, 40, dtype=torch.long)).shape
+    torch.Size([2, 40, 16])
+    """
+
+    def __init__(self, scheme, *, vocab_size=16, d_model=32, n_heads=4, n_layers=2, max_len=32):
+        super().__init__()
+        self.scheme = _check_scheme(scheme)
+        self.vocab_size = check_int_in(vocab_size, "vocab_size", minimum=2, maximum=MAX_VOCAB)
+        self.d_model, self.n_heads, self.n_layers = _check_architecture(scheme, d_model, n_heads, n_layers)
+        self.max_len = check_int_in(max_len, "max_len", minimum=1, maximum=MAX_LENGTH)
+        self.embed = nn.Embedding(self.vocab_size, self.d_model)
+        self.absolute = None
+        self.rotary = None
+        self.relative = None
+        if scheme == "sinusoidal":
+            self.absolute = SinusoidalPositionalEncoding(self.d_model, max_len=self.max_len)
+        elif scheme == "learned":
+            self.absolute = LearnedPositionalEmbedding(self.max_len, self.d_model)
+        elif scheme == "rotary":
+            self.rotary = RotaryEmbedding(self.d_model // self.n_heads)
+        elif scheme == "t5":
+            self.relative = T5RelativeBias(
+                self.n_heads, bidirectional=False, num_buckets=T5_NUM_BUCKETS, max_distance=T5_MAX_DISTANCE
+            )
+        elif scheme == "alibi":
+            self.relative = ALiBiBias(self.n_heads)
+        self.blocks = nn.ModuleList(_Block(self.d_model, self.n_heads) for _ in range(self.n_layers))
+        self.norm = nn.LayerNorm(self.d_model)
+        self.head = nn.Linear(self.d_model, self.vocab_size)
+
+    def forward(self, tokens: torch.Tensor, *, positions=None) -> torch.Tensor:
+        if not isinstance(tokens, torch.Tensor):
+            raise TypeError(f"tokens must be an int64 torch.Tensor of shape (batch, seq), got {type(tokens).__name__}")
+        if tokens.dtype != torch.long:
+            raise TypeError(f"tokens must be an int64 tensor of symbols, got dtype {tokens.dtype}")
+        if tokens.ndim != 2 or tokens.shape[0] < 1 or not 1 <= tokens.shape[1] <= MAX_LENGTH:
+            raise ValueError(
+                f"tokens must have shape (batch >= 1, seq in [1, {MAX_LENGTH}]), got {tuple(tokens.shape)}"
+            )
+        batch, seq = tokens.shape
+        if self.scheme == "learned" and seq > self.max_len:
+            raise ValueError(f"tokens has {seq} positions but the learned table has max_len={self.max_len} rows")
+        _check_attention_size(batch, self.n_heads, seq, "tokens")
+        if int(tokens.min()) < 0 or int(tokens.max()) >= self.vocab_size:
+            raise ValueError(f"tokens must hold symbols in [0, vocab_size={self.vocab_size}), got another value")
+        if positions is not None:
+            if self.scheme != "rotary":
+                raise ValueError(f"positions is used by the rotary scheme only, not {self.scheme!r}: pass None")
+            if not isinstance(positions, torch.Tensor) or not positions.is_floating_point():
+                kind = f"dtype {positions.dtype}" if isinstance(positions, torch.Tensor) else type(positions).__name__
+                raise TypeError(f"positions must be a floating-point torch.Tensor of shape ({seq},), got {kind}")
+            if positions.shape != (seq,) or not bool(torch.isfinite(positions).all()):
+                raise ValueError(
+                    f"positions must be a finite tensor of shape ({seq},), got shape {tuple(positions.shape)}"
+                )
+        return self._logits(tokens, positions)
+
+    def _bias(self, seq: int, dtype: torch.dtype):
+        """The ``(n_heads, seq, seq)`` logit bias with the causal mask, or None for the causal mask alone."""
+        if self.scheme == "alibi":
+            return self.relative(seq, seq, causal=True).to(dtype)
+        if self.scheme == "t5":
+            return self.relative(seq, seq).to(dtype) + torch.full((seq, seq), float("-inf"), dtype=dtype).triu(1)
+        return None
+
+    def _logits(self, tokens: torch.Tensor, positions=None) -> torch.Tensor:
+        """``forward`` without the checks, for the training loop."""
+        x = self.embed(tokens)
+        if self.absolute is not None:
+            x = self.absolute(x)
+        bias = self._bias(tokens.shape[1], x.dtype)
+        for block in self.blocks:
+            x = block(x, bias, self.rotary, positions)
+        return self.head(self.norm(x))
+
+    def extra_repr(self) -> str:
+        return f"scheme={self.scheme!r}, max_len={self.max_len}"
+
+
+# --- Training and evaluation ---------------------------------------------------------------------------------
+
+
+def _scored_loss(model: TinyCausalLM, sequences: torch.Tensor, positions=None) -> torch.Tensor:
+    """Mean cross-entropy of the predictions of symbols 2, 3, ... (each has two predecessors).
+
+    ``sequences`` holds ``length + 1`` symbols: the model reads the first ``length``.
+    """
+    logits = model._logits(sequences[:, :-1], positions)[:, 1:]
+    targets = sequences[:, 2:]
+    return nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+
+
+def _train(model, chain, *, steps, batch_size, length, lr, rng, positions=None, lr_name="lr") -> float:
+    """Adam, learning rate decayed along a half cosine, fresh sequences each step; the mean loss of the last 10 %.
+
+    A loss that stops being finite raises a ``ValueError`` naming ``lr_name``, rather than returning NaN.
+    """
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr, fused=True)
+    model.train()
+    tail = []
+    for step in range(steps):
+        for group in optimizer.param_groups:
+            group["lr"] = lr * 0.5 * (1.0 + math.cos(math.pi * step / steps))
+        batch = torch.from_numpy(_sample(chain, batch_size, length + 1, rng))
+        loss = _scored_loss(model, batch, positions)
+        if not math.isfinite(float(loss.detach())):
+            raise ValueError(
+                f"training diverged at step {step} (loss {float(loss.detach())}): {lr_name}={lr} is too large"
+            )
+        optimizer.zero_grad()
+        loss.backward()
+        nn.utils.clip_grad_norm_(model.parameters(), _GRAD_CLIP)
+        optimizer.step()
+        if step >= steps - max(1, steps // 10):
+            tail.append(float(loss.detach()))
+    model.eval()
+    return float(np.mean(tail))
+
+
+def _evaluate(model, sequences: np.ndarray, positions=None) -> float:
+    """Mean scored loss over ``sequences`` (each ``length + 1`` symbols), in batches of bounded size."""
+    n, length = sequences.shape[0], sequences.shape[1] - 1
+    chunk = max(1, min(n, _ATTENTION_CHUNK // (model.n_heads * length * length)))
+    total = 0.0
+    with torch.no_grad():
+        for start in range(0, n, chunk):
+            part = torch.from_numpy(sequences[start : start + chunk])
+            total += float(_scored_loss(model, part, positions)) * part.shape[0]
+    return total / n
+
+
+def _eval_sequences(chain, source_seed: int, length: int, eval_tokens: int) -> np.ndarray:
+    """About ``eval_tokens`` scored symbols at context ``length``; the same for every scheme and model seed."""
+    n = max(1, min(MAX_BATCH, eval_tokens // (length - 1)))
+    return _sample(chain, n, length + 1, np.random.default_rng([source_seed, 1, length]))
+
+
+def _build_and_train(scheme, seed, chain, *, train_len, steps, batch_size, d_model, n_heads, n_layers, lr):
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = TinyCausalLM(
+            scheme,
+            vocab_size=chain.transitions.shape[0],
+            d_model=d_model,
+            n_heads=n_heads,
+            n_layers=n_layers,
+            max_len=train_len,
+        )
+    rng = np.random.default_rng([seed, 2])
+    train_loss = _train(model, chain, steps=steps, batch_size=batch_size, length=train_len, lr=lr, rng=rng)
+    return model, train_loss
+
+
+def _check_training(
+    scheme, seed, source_seed, concentration, train_len, steps, batch_size, d_model, n_heads, n_layers, lr, eval_tokens
+):
+    """The checks :func:`train_and_evaluate` and :func:`position_interpolation` share."""
+    seed = _check_seed(seed)
+    source_seed = _check_seed(source_seed, "source_seed")
+    concentration = _check_concentration(concentration)
+    train_len = check_int_in(train_len, "train_len", minimum=2, maximum=MAX_LENGTH)
+    steps = check_int_in(steps, "steps", minimum=1, maximum=MAX_STEPS)
+    batch_size = check_int_in(batch_size, "batch_size", minimum=1, maximum=MAX_BATCH)
+    d_model, n_heads, n_layers = _check_architecture(scheme, d_model, n_heads, n_layers)
+    lr = _check_lr(lr, "lr")
+    eval_tokens = check_int_in(eval_tokens, "eval_tokens", minimum=1, maximum=MAX_EVAL_TOKENS)
+    _check_attention_size(batch_size, n_heads, train_len, "batch_size x n_heads x train_len**2")
+    return seed, source_seed, concentration, train_len, steps, batch_size, d_model, n_heads, n_layers, lr, eval_tokens
+
+
+class ExtrapolationResult(NamedTuple):
+    """What :func:`train_and_evaluate` measured.
+
+    Attributes
+    ----------
+    scheme : str
+    seed, source_seed, train_len : int
+    losses : dict of int to float
+        Mean cross-entropy in nats per evaluation length, over the symbols that have two predecessors. A
+        ``"learned"`` model has no entry for a length beyond ``train_len``: it has no vector for those
+        positions, so there is nothing to measure.
+    not_evaluated : tuple of int
+        The requested lengths missing from ``losses``, for that reason.
+    train_loss : float
+        Mean training loss over the last 10 % of the steps.
+    entropy_rate, order1_entropy : float
+        The chain's loss floor and the lowest loss without positional information (see :class:`MarkovChain`).
+    model : TinyCausalLM
+        The trained model, in eval mode.
+    """
+
+    scheme: str
+    seed: int
+    source_seed: int
+    train_len: int
+    losses: dict
+    not_evaluated: tuple
+    train_loss: float
+    entropy_rate: float
+    order1_entropy: float
+    model: TinyCausalLM
+
+
+def train_and_evaluate(
+    scheme,
+    *,
+    seed,
+    source_seed=0,
+    concentration=0.05,
+    train_len=32,
+    eval_lens=(32, 64, 128, 256),
+    steps=150,
+    batch_size=16,
+    d_model=32,
+    n_heads=4,
+    n_layers=2,
+    lr=1e-2,
+    eval_tokens=4096,
+) -> ExtrapolationResult:
+    r"""Train a :class:`TinyCausalLM` on sequences of ``train_len`` symbols and score it at other lengths.
+
+    Parameters
+    ----------
+    scheme : {"sinusoidal", "learned", "rotary", "t5", "alibi", "none"}
+        The positional scheme (see :class:`TinyCausalLM`).
+    seed : int
+        Seeds the model's initial weights and its training sequences; an int in ``[0, 2**63 - 1]``.
+    source_seed : int, default 0
+        Seeds the chain (:func:`markov_chain` with :data:`N_SYMBOLS` symbols) and the evaluation
+        sequences, which are therefore the same for every scheme and every ``seed``.
+    concentration : float, default 0.05
+        As in :func:`markov_chain`.
+    train_len : int, default 32
+        Context length of the training sequences; from 2 to :data:`MAX_LENGTH`.
+    eval_lens : sequence of int, default (32, 64, 128, 256)
+        Context lengths to score; distinct, each from 2 to :data:`MAX_LENGTH`.
+    steps : int, default 150
+        Adam updates, each on ``batch_size`` fresh sequences; from 1 to :data:`MAX_STEPS`.
+    batch_size : int, default 16
+        From 1 to :data:`MAX_BATCH`; ``batch_size * n_heads * train_len**2`` must not exceed
+        ``posenc.MAX_TABLE_ELEMENTS``.
+    d_model, n_heads, n_layers : int, default 32, 4, 2
+        As in :class:`TinyCausalLM`; ``n_heads * max(eval_lens)**2`` must not exceed
+        ``posenc.MAX_TABLE_ELEMENTS``.
+    lr : float, default 1e-2
+        Peak learning rate, in ``(0, 1]``; it decays to 0 along a half cosine. Gradients are clipped to
+        norm 1.
+    eval_tokens : int, default 4096
+        Scored symbols per evaluation length (whole sequences, at least one); from 1 to
+        :data:`MAX_EVAL_TOKENS`.
+
+    Returns
+    -------
+    result : ExtrapolationResult
+        ``result.losses[L]`` is the mean loss at context length ``L``. A ``"learned"`` model has no entry
+        beyond ``train_len`` (those lengths are in ``result.not_evaluated``) rather than an invented number.
+
+    Notes
+    -----
+    A model of context length :math:`L` reads :math:`x_0 \dots x_{L-1}` and predicts :math:`x_1 \dots x_L`;
+    the loss averages the predictions of :math:`x_2 \dots x_L`, each of which has two predecessors, so its
+    floor is exactly the chain's entropy rate (:func:`markov_chain`). Every argument is checked before
+    anything is trained.
+
+    References
+    ----------
+    .. [1] O. Press, N. A. Smith, M. Lewis, "Train Short, Test Long: Attention with Linear Biases Enables
+       Input Length Extrapolation", ICLR 2022, arXiv:2108.12409.
+
+    Examples
+    --------
+    >>> result = train_and_evaluate("learned", seed=0, train_len=8, eval_lens=(8, 16), steps=2, d_model=8)
+    >>> sorted(result.losses), result.not_evaluated
+    ([8], (16,))
+    """
+    scheme = _check_scheme(scheme)
+    checked = _check_training(
+        scheme,
+        seed,
+        source_seed,
+        concentration,
+        train_len,
+        steps,
+        batch_size,
+        d_model,
+        n_heads,
+        n_layers,
+        lr,
+        eval_tokens,
+    )
+    seed, source_seed, concentration, train_len, steps, batch_size, d_model, n_heads, n_layers, lr, eval_tokens = (
+        checked
+    )
+    eval_lens = _check_eval_lens(eval_lens)
+    _check_attention_size(1, n_heads, max(eval_lens), "n_heads x max(eval_lens)**2")
+    with _OneThread():
+        chain = markov_chain(source_seed, n_symbols=N_SYMBOLS, concentration=concentration)
+        model, train_loss = _build_and_train(
+            scheme,
+            seed,
+            chain,
+            train_len=train_len,
+            steps=steps,
+            batch_size=batch_size,
+            d_model=d_model,
+            n_heads=n_heads,
+            n_layers=n_layers,
+            lr=lr,
+        )
+        losses, not_evaluated = {}, []
+        for length in eval_lens:
+            if scheme == "learned" and length > train_len:
+                not_evaluated.append(length)
+                continue
+            losses[length] = _evaluate(model, _eval_sequences(chain, source_seed, length, eval_tokens))
+    return ExtrapolationResult(
+        scheme,
+        seed,
+        source_seed,
+        train_len,
+        losses,
+        tuple(not_evaluated),
+        train_loss,
+        chain.entropy_rate,
+        chain.order1_entropy,
+        model,
+    )
+
+
+class InterpolationResult(NamedTuple):
+    """What :func:`position_interpolation` measured; every loss in nats, as in :class:`ExtrapolationResult`.
+
+    Attributes
+    ----------
+    seed, source_seed, train_len, factor, eval_len, finetune_steps : int
+        ``eval_len = factor * train_len``.
+    trained : float
+        Loss of the trained model at ``train_len`` (positions ``0 ... train_len - 1``).
+    extrapolated, interpolated : float
+        Loss of the same model at ``eval_len`` with positions ``m = 0 ... eval_len - 1`` (extrapolation)
+        or ``m / factor`` (Position Interpolation), without fine-tuning.
+    finetuned_extrapolated, finetuned_interpolated : float
+        The same two losses after ``finetune_steps`` updates at ``eval_len``, each of two copies of the
+        model fine-tuned with its own positions on the same sequences.
+    finetuned_extrapolated_short, finetuned_interpolated_short : float
+        The two fine-tuned copies scored back at ``train_len``, each with its own positions (``m`` or
+        ``m / factor``).
+    """
+
+    seed: int
+    source_seed: int
+    train_len: int
+    factor: int
+    eval_len: int
+    finetune_steps: int
+    trained: float
+    extrapolated: float
+    interpolated: float
+    finetuned_extrapolated: float
+    finetuned_interpolated: float
+    finetuned_extrapolated_short: float
+    finetuned_interpolated_short: float
+
+
+def position_interpolation(
+    *,
+    seed,
+    source_seed=0,
+    concentration=0.05,
+    train_len=32,
+    factor=4,
+    steps=150,
+    finetune_steps=30,
+    batch_size=16,
+    d_model=32,
+    n_heads=4,
+    n_layers=2,
+    lr=1e-2,
+    finetune_lr=3e-3,
+    eval_tokens=4096,
+) -> InterpolationResult:
+    r"""Run a rotary model at ``factor`` times its training length, extrapolating or interpolating positions.
+
+    Parameters
+    ----------
+    seed, source_seed, concentration, train_len, steps, batch_size, d_model, n_heads, n_layers, lr, eval_tokens
+        As in :func:`train_and_evaluate` with ``scheme="rotary"``: equal arguments train the same model.
+    factor : int, default 4
+        Ratio of the longer length to ``train_len``; from 2 to 64, with ``factor * train_len`` at most
+        :data:`MAX_LENGTH`.
+    finetune_steps : int, default 30
+        Adam updates at the longer length for each fine-tuned copy; from 1 to :data:`MAX_STEPS`. Each update
+        uses ``max(1, batch_size // factor)`` sequences, about as many symbols as a training update.
+    finetune_lr : float, default 3e-3
+        Peak learning rate of fine-tuning (half-cosine decay to 0), in ``(0, 1]``.
+
+    Returns
+    -------
+    result : InterpolationResult
+
+    Notes
+    -----
+    Position Interpolation (Chen et al., 2023) gives the rotary embedding the positions
+    :math:`m' = m\,L / L'` for a model trained at length :math:`L` and run at :math:`L' = \mathrm{factor}
+    \cdot L`, so that every angle :math:`m'\theta_i` stays inside the range seen in training. transformers'
+    ``{"rope_type": "linear", "factor": factor}`` divides the frequencies instead, which gives the same
+    angles. The price is resolution: neighbours are :math:`1/\mathrm{factor}` apart instead of 1.
+    Chen et al. fine-tune their interpolated LLaMA models for at most 1000 steps; here ``finetune_steps``
+    updates of a tiny model stand for that.
+
+    References
+    ----------
+    .. [1] S. Chen, S. Wong, L. Chen, Y. Tian, "Extending Context Window of Large Language Models via
+       Positional Interpolation", 2023, arXiv:2306.15595.
+
+    Examples
+    --------
+    >>> r = position_interpolation(seed=0, train_len=8, factor=2, steps=2, finetune_steps=1, d_model=8)
+    >>> r.eval_len, r.factor
+    (16, 2)
+    """
+    checked = _check_training(
+        "rotary",
+        seed,
+        source_seed,
+        concentration,
+        train_len,
+        steps,
+        batch_size,
+        d_model,
+        n_heads,
+        n_layers,
+        lr,
+        eval_tokens,
+    )
+    seed, source_seed, concentration, train_len, steps, batch_size, d_model, n_heads, n_layers, lr, eval_tokens = (
+        checked
+    )
+    factor = check_int_in(factor, "factor", minimum=2, maximum=64)
+    if factor * train_len > MAX_LENGTH:
+        raise ValueError(f"factor x train_len must be <= {MAX_LENGTH}, got factor={factor}, train_len={train_len}")
+    finetune_steps = check_int_in(finetune_steps, "finetune_steps", minimum=1, maximum=MAX_STEPS)
+    finetune_lr = _check_lr(finetune_lr, "finetune_lr")
+    eval_len = factor * train_len
+    finetune_batch = max(1, batch_size // factor)
+    _check_attention_size(finetune_batch, n_heads, eval_len, "fine-tuning at factor x train_len")
+
+    with _OneThread():
+        chain = markov_chain(source_seed, n_symbols=N_SYMBOLS, concentration=concentration)
+        model, _ = _build_and_train(
+            "rotary",
+            seed,
+            chain,
+            train_len=train_len,
+            steps=steps,
+            batch_size=batch_size,
+            d_model=d_model,
+            n_heads=n_heads,
+            n_layers=n_layers,
+            lr=lr,
+        )
+        short = _eval_sequences(chain, source_seed, train_len, eval_tokens)
+        long = _eval_sequences(chain, source_seed, eval_len, eval_tokens)
+        scaled = {length: torch.arange(length, dtype=torch.float64) / factor for length in (train_len, eval_len)}
+        trained = _evaluate(model, short)
+        extrapolated = _evaluate(model, long)
+        interpolated = _evaluate(model, long, scaled[eval_len])
+        finetuned = {}
+        for name, interpolate in (("extrapolated", False), ("interpolated", True)):
+            tuned = TinyCausalLM(
+                "rotary",
+                vocab_size=model.vocab_size,
+                d_model=d_model,
+                n_heads=n_heads,
+                n_layers=n_layers,
+                max_len=train_len,
+            )
+            tuned.load_state_dict(model.state_dict())
+            long_positions = scaled[eval_len] if interpolate else None
+            short_positions = scaled[train_len] if interpolate else None
+            _train(
+                tuned,
+                chain,
+                steps=finetune_steps,
+                batch_size=finetune_batch,
+                length=eval_len,
+                lr=finetune_lr,
+                rng=np.random.default_rng([seed, 3]),
+                positions=long_positions,
+                lr_name="finetune_lr",
+            )
+            finetuned[name] = (_evaluate(tuned, long, long_positions), _evaluate(tuned, short, short_positions))
+    return InterpolationResult(
+        seed,
+        source_seed,
+        train_len,
+        factor,
+        eval_len,
+        finetune_steps,
+        trained,
+        extrapolated,
+        interpolated,
+        finetuned["extrapolated"][0],
+        finetuned["interpolated"][0],
+        finetuned["extrapolated"][1],
+        finetuned["interpolated"][1],
+    )

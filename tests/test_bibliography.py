@@ -1,0 +1,37 @@
+"""The one bibliography: it parses, holds each key once, and every citation in the book names one of its keys."""
+
+import re
+from pathlib import Path
+
+import pytest
+from pybtex.database import parse_file
+
+ROOT = Path(__file__).resolve().parent.parent
+BIB = ROOT / "book" / "references.bib"
+CITE = re.compile(r"\{cite(?::[tp])?\}`([^`\s][^`]*)`")
+
+
+def cited_keys(text):
+    """Keys cited with {cite}, {cite:t} or {cite:p}; a role written inside inline code is prose, not a citation."""
+    text = re.sub(r"``[^`]*``|`\{cite(?::[tp])?\}`", "", text)
+    return {key.strip() for group in CITE.findall(text) for key in group.split(",")}
+
+
+def test_every_key_appears_once():
+    keys = re.findall(r"^@\w+\{([^,\s]+),", BIB.read_text(), re.MULTILINE)
+    repeated = sorted({key for key in keys if keys.count(key) > 1})
+    assert repeated == [], f"keys defined more than once in {BIB.name}: {repeated}"
+
+
+@pytest.mark.parametrize(
+    "page", sorted([*ROOT.glob("notebooks/*.ipynb"), *ROOT.glob("book/*.md")]), ids=lambda path: path.name
+)
+def test_every_citation_names_an_entry(page):
+    known = set(parse_file(BIB).entries)
+    unknown = sorted(cited_keys(page.read_text()) - known)
+    assert unknown == [], f"{page.name} cites keys that {BIB.name} does not define: {unknown}"
+
+
+def test_the_citation_pattern_finds_every_form():
+    assert cited_keys("{cite:t}`a` and {cite:p}`b, c` and {cite}`d`") == {"a", "b", "c", "d"}
+    assert cited_keys("cite into it with `{cite:t}` or `{cite:p}`.") == set()

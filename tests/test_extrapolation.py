@@ -1,0 +1,279 @@
+"""Train short, test long (posenc.chapters.extrapolation and chapter 9).
+
+Three groups: the Markov source (its floor is the loss of the chain itself, rows are distributions, the
+sampler draws from the chain), the model and training loop (causal, deterministic, leaves global state
+alone, Position Interpolation equals transformers-style linear scaling), and the chapter's claims re-run
+on seeds and a chain the chapter does not use. The last group is the expensive one (about 20 s of CPU).
+"""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import posenc
+from posenc.chapters.extrapolation import (
+    SCHEMES,
+    TinyCausalLM,
+    _evaluate,
+    _scored_loss,
+    markov_chain,
+    position_interpolation,
+    sample_sequences,
+    train_and_evaluate,
+)
+from posenc.nn import RotaryEmbedding
+
+TINY = dict(train_len=8, eval_lens=(8, 16), steps=3, batch_size=4, d_model=8, n_heads=2, n_layers=1, eval_tokens=64)
+
+# --- The source -------------------------------------------------------------------------------------------
+
+
+@settings(max_examples=20)
+@given(
+    seed=st.integers(0, 2**32),
+    n_symbols=st.integers(2, 12),
+    concentration=st.sampled_from([0.01, 0.05, 0.3, 1.0, 10.0, 100.0]),
+)
+def test_rows_are_distributions_and_pairs_are_stationary(seed, n_symbols, concentration):
+    chain = markov_chain(seed, n_symbols=n_symbols, concentration=concentration)
+    assert chain.transitions.shape == (n_symbols,) * 3
+    assert np.all(chain.transitions > 0)
+    np.testing.assert_allclose(chain.transitions.sum(axis=-1), 1.0, rtol=0, atol=1e-12)
+    assert np.all(chain.pair_distribution >= 0)
+    assert abs(chain.pair_distribution.sum() - 1.0) < 1e-12
+    # stationary: the distribution of (x[t], x[t+1]) equals that of (x[t-1], x[t])
+    following = np.einsum("ab,abc->bc", chain.pair_distribution, chain.transitions)
+    np.testing.assert_allclose(following, chain.pair_distribution, rtol=0, atol=1e-12)
+    # conditioning never increases entropy, and nothing beats log n
+    assert chain.entropy_rate <= chain.order1_entropy + 1e-12
+    assert chain.order1_entropy <= chain.marginal_entropy + 1e-12 <= math.log(n_symbols) + 2e-12
+
+
+@pytest.mark.parametrize("seed", [0, 1, 7])
+def test_entropy_floor_is_the_loss_of_the_chain_itself(seed):
+    """The computed entropy rate equals the mean -log P of sampled symbols (those with two predecessors)."""
+    chain = markov_chain(seed)
+    x = sample_sequences(chain, 4096, 64, seed=seed + 100)
+    nll = -np.log(chain.transitions[x[:, :-2], x[:, 1:-1], x[:, 2:]])
+    # 254 000 correlated symbols: a standard error near 0.003 nats
+    assert abs(nll.mean() - chain.entropy_rate) < 0.015
+
+
+def test_order1_entropy_matches_counts():
+    """H(next | current) from the stationary pairs equals the plug-in estimate from 520 000 sampled symbols."""
+    chain = markov_chain(3)
+    x = sample_sequences(chain, 4096, 128, seed=5)
+    counts = np.zeros((16, 16))
+    np.add.at(counts, (x[:, :-1].ravel(), x[:, 1:].ravel()), 1)
+    joint = counts / counts.sum()
+    conditional = joint / joint.sum(axis=1, keepdims=True)
+    plug_in = -np.sum(joint[joint > 0] * np.log(conditional[joint > 0]))
+    assert abs(plug_in - chain.order1_entropy) < 0.02
+
+
+def test_sequences_start_stationary_and_follow_the_table():
+    chain = markov_chain(2)
+    x = sample_sequences(chain, 4096, 3, seed=9)
+    first = np.zeros((16, 16))
+    np.add.at(first, (x[:, 0], x[:, 1]), 1)
+    # total variation between the first pairs and pi: about sqrt(256 / 4096) / 2 by chance
+    assert 0.5 * np.abs(first / first.sum() - chain.pair_distribution).sum() < 0.2
+    # the third symbol follows P(. | a, b): the mean log-likelihood is at the floor, not near log 16
+    nll = -np.log(chain.transitions[x[:, 0], x[:, 1], x[:, 2]])
+    assert abs(nll.mean() - chain.entropy_rate) < 0.06
+
+
+class _ChainOracle(torch.nn.Module):
+    """Stands in for a model: at position t >= 1 it predicts with the chain's own P(. | x[t-1], x[t])."""
+
+    n_heads = 1
+
+    def __init__(self, chain):
+        super().__init__()
+        self.log_p = torch.from_numpy(np.log(chain.transitions))
+
+    def _logits(self, tokens, positions=None):
+        logits = torch.zeros(*tokens.shape, self.log_p.shape[-1], dtype=torch.float64)
+        logits[:, 1:] = self.log_p[tokens[:, :-1], tokens[:, 1:]]
+        return logits  # position 0 (one symbol seen) predicts uniformly
+
+
+def test_the_loss_scores_exactly_the_symbols_with_two_predecessors():
+    """_scored_loss / _evaluate average -log P over x[2:], which the chain oracle predicts exactly."""
+    chain = markov_chain(4)
+    x = sample_sequences(chain, 64, 17, seed=0)
+    expected = -np.log(chain.transitions[x[:, :-3], x[:, 1:-2], x[:, 2:-1]]).mean()  # x[2 .. 15] of 16 read
+    oracle = _ChainOracle(chain)
+    assert float(_scored_loss(oracle, torch.from_numpy(x[:, :-1]))) == pytest.approx(expected, rel=1e-12)
+    assert _evaluate(oracle, x[:, :-1]) == pytest.approx(expected, rel=1e-12)
+
+
+def test_sampling_is_reproducible_and_seeded():
+    chain = markov_chain(0)
+    a = sample_sequences(chain, 8, 20, seed=1)
+    assert np.array_equal(a, sample_sequences(chain, 8, 20, seed=1))
+    assert not np.array_equal(a, sample_sequences(chain, 8, 20, seed=2))
+    assert a.min() >= 0 and a.max() < 16 and a.dtype == np.int64
+    assert not np.array_equal(markov_chain(0).transitions, markov_chain(1).transitions)
+
+
+# --- The model ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_model_is_causal(scheme):
+    """Changing the symbol at position 5 leaves the logits at positions 0..4 unchanged, and changes later ones."""
+    torch.manual_seed(0)
+    model = TinyCausalLM(scheme, max_len=12).eval()
+    tokens = torch.randint(0, 16, (2, 12))
+    edited = tokens.clone()
+    edited[:, 5] = (edited[:, 5] + 1) % 16
+    with torch.no_grad():
+        before, after = model(tokens), model(edited)
+    assert torch.equal(before[:, :5], after[:, :5])
+    assert not torch.allclose(before[:, 5:], after[:, 5:])
+
+
+def test_biases_are_the_references_plus_the_causal_mask():
+    """ALiBi is posenc.alibi_bias; T5 reads its table at the decoder's (unidirectional) buckets, 40 positions."""
+    torch.manual_seed(0)
+    alibi = TinyCausalLM("alibi")._bias(40, torch.float64)
+    np.testing.assert_allclose(alibi.numpy(), posenc.alibi_bias(4, 40), rtol=1e-6, atol=0)
+    t5 = TinyCausalLM("t5")
+    bias = t5._bias(40, torch.float32).detach()
+    relative = np.arange(40)[None, :] - np.arange(40)[:, None]
+    buckets = posenc.t5_relative_bucket(relative, bidirectional=False, num_buckets=32, max_distance=128)
+    table = t5.relative.relative_attention_bias.weight.detach()
+    lower = np.tril(np.ones((40, 40), dtype=bool))
+    assert torch.equal(bias[:, lower], table[torch.from_numpy(buckets[lower])].T)
+    assert torch.all(bias[:, ~lower] == -math.inf)
+    for scheme in ("sinusoidal", "learned", "rotary", "none"):
+        assert TinyCausalLM(scheme)._bias(40, torch.float32) is None  # the fused causal kernel
+
+
+def test_interpolated_positions_equal_linear_rope_scaling():
+    """Positions m / 4 in the model give the logits of the same weights with {"rope_type": "linear", "factor": 4}."""
+    torch.manual_seed(0)
+    model = TinyCausalLM("rotary").eval()
+    scaled = TinyCausalLM("rotary").eval()
+    scaled.load_state_dict(model.state_dict())
+    scaled.rotary = RotaryEmbedding(8, scaling={"rope_type": "linear", "factor": 4.0})
+    tokens = torch.randint(0, 16, (3, 40))
+    with torch.no_grad():
+        by_positions = model(tokens, positions=torch.arange(40, dtype=torch.float64) / 4)
+        by_scaling = scaled(tokens)
+        plain = model(tokens)
+    torch.testing.assert_close(by_positions, by_scaling, rtol=0, atol=1e-5)
+    assert not torch.allclose(plain, by_scaling, atol=1e-3)
+
+
+def test_learned_model_refuses_positions_it_has_no_vector_for():
+    model = TinyCausalLM("learned", max_len=8)
+    assert model(torch.zeros(1, 8, dtype=torch.long)).shape == (1, 8, 16)
+    with pytest.raises(ValueError, match="max_len"):
+        model(torch.zeros(1, 9, dtype=torch.long))
+
+
+# --- Training -----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("scheme", ["rotary", "t5", "learned"])
+def test_same_seed_same_losses_and_no_global_side_effects(scheme):
+    threads = torch.get_num_threads()
+    torch.manual_seed(123)
+    state = torch.random.get_rng_state()
+    first = train_and_evaluate(scheme, seed=4, **TINY)
+    assert torch.get_num_threads() == threads
+    assert torch.equal(torch.random.get_rng_state(), state)
+    second = train_and_evaluate(scheme, seed=4, **TINY)
+    other = train_and_evaluate(scheme, seed=5, **TINY)
+    assert first.losses == second.losses and first.train_loss == second.train_loss
+    assert first.losses != other.losses
+    assert all(math.isfinite(v) for v in first.losses.values())
+
+
+def test_learned_reports_missing_lengths_instead_of_numbers():
+    result = train_and_evaluate("learned", seed=0, **{**TINY, "eval_lens": (4, 8, 16, 32)})
+    assert sorted(result.losses) == [4, 8] and result.not_evaluated == (16, 32)
+
+
+def test_interpolation_starts_from_the_model_train_and_evaluate_trains():
+    pi = position_interpolation(
+        seed=3, factor=2, finetune_steps=2, **{k: v for k, v in TINY.items() if k != "eval_lens"}
+    )
+    plain = train_and_evaluate("rotary", seed=3, **{**TINY, "eval_lens": (8, 16)})
+    assert pi.trained == plain.losses[8] and pi.extrapolated == plain.losses[16]
+    assert pi.eval_len == 16 and pi.interpolated != pi.extrapolated
+
+
+# --- The chapter's claims, on seeds and a chain the chapter does not use -------------------------------------
+
+OTHER_SEEDS = (11, 12, 13)
+OTHER_SOURCE = 1
+LENGTHS = (32, 64, 128, 256)
+
+
+@pytest.fixture(scope="module")
+def grid():
+    return {
+        (scheme, seed): train_and_evaluate(scheme, seed=seed, source_seed=OTHER_SOURCE, eval_lens=LENGTHS)
+        for scheme in SCHEMES
+        for seed in OTHER_SEEDS
+    }
+
+
+def losses(grid, scheme, length):
+    return np.array([grid[scheme, seed].losses[length] for seed in OTHER_SEEDS])
+
+
+def test_claim_every_scheme_uses_position_at_the_training_length(grid):
+    chain = markov_chain(OTHER_SOURCE)
+    at32 = {s: losses(grid, s, 32) for s in SCHEMES}
+    assert all(np.all(v < chain.order1_entropy - 0.2) for v in at32.values())
+    assert all(np.all(v > chain.entropy_rate + 0.3) for v in at32.values())
+    mean32 = {s: v.mean() for s, v in at32.items()}
+    assert min(mean32, key=mean32.get) == "rotary"
+    assert set(sorted(mean32, key=mean32.get)[-2:]) == {"learned", "none"}
+
+
+def test_claim_only_alibi_keeps_its_loss_at_eight_times_the_length(grid):
+    order1 = markov_chain(OTHER_SOURCE).order1_entropy
+    at32 = {s: losses(grid, s, 32) for s in SCHEMES if s != "learned"}
+    at256 = {s: losses(grid, s, 256) for s in at32}
+    rise = {s: at256[s] - at32[s] for s in at32}
+    assert np.all(np.abs(rise["alibi"]) <= 0.15)
+    assert np.all(at256["sinusoidal"] > order1)
+    assert np.all(at256["rotary"] > order1)
+    assert np.all(rise["t5"] >= 0.3)
+    assert np.all(rise["none"] >= 0.2)
+    assert np.all(np.abs(at256["none"] - order1) < 0.1)
+    mean256 = {s: v.mean() for s, v in at256.items()}
+    assert sorted(mean256, key=mean256.get) == ["alibi", "t5", "none", "sinusoidal", "rotary"]
+    assert all(grid["learned", seed].not_evaluated == (64, 128, 256) for seed in OTHER_SEEDS)
+
+
+def test_claim_t5_buckets_beyond_the_training_distances_stay_untrained(grid):
+    for seed in OTHER_SEEDS:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            initial = TinyCausalLM("t5").relative.relative_attention_bias.weight
+        trained = grid["t5", seed].model.relative.relative_attention_bias.weight
+        assert torch.equal(trained[22:], initial[22:])
+        assert not torch.equal(trained[:22], initial[:22])
+
+
+@pytest.mark.parametrize("seed", OTHER_SEEDS)
+def test_claim_interpolation_adapts_faster_than_extrapolation(grid, seed):
+    pi = position_interpolation(seed=seed, source_seed=OTHER_SOURCE)
+    assert pi.trained == grid["rotary", seed].losses[32]
+    assert pi.extrapolated == grid["rotary", seed].losses[128]
+    assert pi.extrapolated > pi.trained + 0.8
+    assert pi.trained + 0.5 < pi.interpolated < pi.extrapolated
+    assert pi.finetuned_interpolated < pi.finetuned_extrapolated - 0.2
+    assert pi.finetuned_interpolated > pi.trained + 0.1
+    assert pi.finetuned_extrapolated_short > pi.trained + 0.1
+    assert pi.finetuned_interpolated_short > pi.trained + 0.1
