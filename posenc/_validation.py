@@ -29,14 +29,17 @@ def check_count(value, name: str, *, minimum: int = 0) -> int:
     return value
 
 
-def check_d_model(d_model, *, even: bool = True) -> int:
-    """Return ``d_model`` as an ``int``: positive, at most :data:`MAX_TABLE_ELEMENTS`, even unless ``even=False``."""
+def check_d_model(d_model, *, even: bool = True, name: str = "d_model") -> int:
+    """Return a width as an ``int``: positive, at most :data:`MAX_TABLE_ELEMENTS`, even unless ``even=False``.
+
+    ``name`` is the parameter the message names (``d_model``, or ``head_dim`` for :func:`check_head_dim`).
+    """
     kind = f"a{' positive even' if even else ' positive'} int <= {MAX_TABLE_ELEMENTS}"
     if isinstance(d_model, (bool, np.bool_)) or not isinstance(d_model, numbers.Integral):
-        raise TypeError(f"d_model must be {kind}, got {type(d_model).__name__} {d_model!r}")
+        raise TypeError(f"{name} must be {kind}, got {type(d_model).__name__} {d_model!r}")
     d_model = int(d_model)
     if not 0 < d_model <= MAX_TABLE_ELEMENTS or (even and d_model % 2):
-        raise ValueError(f"d_model must be {kind}, got {d_model}")
+        raise ValueError(f"{name} must be {kind}, got {d_model}")
     return d_model
 
 
@@ -60,12 +63,12 @@ def check_base(base) -> float:
     return base
 
 
-def check_layout(layout, name: str = "layout") -> str:
-    """Return ``layout`` if it is one of :data:`LAYOUTS`."""
+def check_layout(layout, name: str = "layout", accepted: tuple[str, ...] = LAYOUTS) -> str:
+    """Return ``layout`` if it is one of ``accepted`` (:data:`LAYOUTS` unless given)."""
     if not isinstance(layout, str):
-        raise TypeError(f"{name} must be one of {LAYOUTS}, got {type(layout).__name__} {layout!r}")
-    if layout not in LAYOUTS:
-        raise ValueError(f"{name} must be one of {LAYOUTS}, got {layout!r}")
+        raise TypeError(f"{name} must be one of {accepted}, got {type(layout).__name__} {layout!r}")
+    if layout not in accepted:
+        raise ValueError(f"{name} must be one of {accepted}, got {layout!r}")
     return layout
 
 
@@ -129,22 +132,12 @@ ROTARY_LAYOUTS = ("interleaved", "halves")
 
 def check_head_dim(head_dim) -> int:
     """Return ``head_dim`` as an ``int``: positive, even, at most :data:`MAX_TABLE_ELEMENTS`."""
-    kind = f"a positive even int <= {MAX_TABLE_ELEMENTS}"
-    if isinstance(head_dim, (bool, np.bool_)) or not isinstance(head_dim, numbers.Integral):
-        raise TypeError(f"head_dim must be {kind}, got {type(head_dim).__name__} {head_dim!r}")
-    head_dim = int(head_dim)
-    if not 0 < head_dim <= MAX_TABLE_ELEMENTS or head_dim % 2:
-        raise ValueError(f"head_dim must be {kind}, got {head_dim}")
-    return head_dim
+    return check_d_model(head_dim, name="head_dim")
 
 
 def check_rotary_layout(layout, name: str = "layout") -> str:
     """Return ``layout`` if it is one of :data:`ROTARY_LAYOUTS`."""
-    if not isinstance(layout, str):
-        raise TypeError(f"{name} must be one of {ROTARY_LAYOUTS}, got {type(layout).__name__} {layout!r}")
-    if layout not in ROTARY_LAYOUTS:
-        raise ValueError(f"{name} must be one of {ROTARY_LAYOUTS}, got {layout!r}")
-    return layout
+    return check_layout(layout, name, accepted=ROTARY_LAYOUTS)
 
 
 def check_flag(value, name: str) -> bool:
