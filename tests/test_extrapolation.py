@@ -3,7 +3,7 @@
 Three groups: the Markov source (its floor is the loss of the chain itself, rows are distributions, the
 sampler draws from the chain), the model and training loop (causal, deterministic, leaves global state
 alone, Position Interpolation equals transformers-style linear scaling), and the chapter's claims re-run
-on seeds and a chain the chapter does not use. The last group is the expensive one (about 20 s of CPU).
+on seeds and chains the chapter does not use. The last group is the expensive one (about 40 s of CPU).
 """
 
 import math
@@ -210,70 +210,78 @@ def test_interpolation_starts_from_the_model_train_and_evaluate_trains():
     assert pi.eval_len == 16 and pi.interpolated != pi.extrapolated
 
 
-# --- The chapter's claims, on seeds and a chain the chapter does not use -------------------------------------
+# --- The chapter's claims, on seeds and chains the chapter does not use ------------------------------------
+# Both chains are here because they are hard on the claims. On chain 3, T5 has a lower mean loss at 32 symbols
+# than rotary (the chapter says rotary's lead is not stable). On chain 6, two of the T5 models barely learn
+# position, and an earlier, stronger wording of the T5 and NoPE claims failed. Each claim below holds, with
+# these thresholds, on the chapter's chain 0 and on each of chains 1 to 7 with three seeds.
 
-OTHER_SEEDS = (11, 12, 13)
-OTHER_SOURCE = 1
+OTHER_RUNS = ((3, (21, 22, 23)), (6, (61, 62, 63)))
 LENGTHS = (32, 64, 128, 256)
 
 
-@pytest.fixture(scope="module")
-def grid():
-    return {
-        (scheme, seed): train_and_evaluate(scheme, seed=seed, source_seed=OTHER_SOURCE, eval_lens=LENGTHS)
+@pytest.fixture(scope="module", params=OTHER_RUNS, ids=lambda run: f"chain{run[0]}")
+def grid(request):
+    source, seeds = request.param
+    results = {
+        (scheme, seed): train_and_evaluate(scheme, seed=seed, source_seed=source, eval_lens=LENGTHS)
         for scheme in SCHEMES
-        for seed in OTHER_SEEDS
+        for seed in seeds
     }
+    return source, seeds, results
 
 
 def losses(grid, scheme, length):
-    return np.array([grid[scheme, seed].losses[length] for seed in OTHER_SEEDS])
+    _, seeds, results = grid
+    return np.array([results[scheme, seed].losses[length] for seed in seeds])
 
 
 def test_claim_every_scheme_uses_position_at_the_training_length(grid):
-    chain = markov_chain(OTHER_SOURCE)
+    chain = markov_chain(grid[0])
     at32 = {s: losses(grid, s, 32) for s in SCHEMES}
-    assert all(np.all(v < chain.order1_entropy - 0.2) for v in at32.values())
+    assert all(np.all(v < chain.order1_entropy - 0.15) for v in at32.values())
     assert all(np.all(v > chain.entropy_rate + 0.3) for v in at32.values())
     mean32 = {s: v.mean() for s, v in at32.items()}
-    assert min(mean32, key=mean32.get) == "rotary"
+    assert min(mean32, key=mean32.get) in {"rotary", "t5"}
     assert set(sorted(mean32, key=mean32.get)[-2:]) == {"learned", "none"}
 
 
 def test_claim_only_alibi_keeps_its_loss_at_eight_times_the_length(grid):
-    order1 = markov_chain(OTHER_SOURCE).order1_entropy
+    source, seeds, results = grid
+    order1 = markov_chain(source).order1_entropy
     at32 = {s: losses(grid, s, 32) for s in SCHEMES if s != "learned"}
     at256 = {s: losses(grid, s, 256) for s in at32}
     rise = {s: at256[s] - at32[s] for s in at32}
-    assert np.all(np.abs(rise["alibi"]) <= 0.15)
+    assert np.all(np.abs(rise["alibi"]) <= 0.2)
     assert np.all(at256["sinusoidal"] > order1)
     assert np.all(at256["rotary"] > order1)
-    assert np.all(rise["t5"] >= 0.3)
-    assert np.all(rise["none"] >= 0.2)
-    assert np.all(np.abs(at256["none"] - order1) < 0.1)
+    assert np.all(rise["t5"] > 0.05)
+    assert np.all(rise["none"] > 0.05)
     mean256 = {s: v.mean() for s, v in at256.items()}
     assert sorted(mean256, key=mean256.get) == ["alibi", "t5", "none", "sinusoidal", "rotary"]
-    assert all(grid["learned", seed].not_evaluated == (64, 128, 256) for seed in OTHER_SEEDS)
+    assert all(results["learned", seed].not_evaluated == (64, 128, 256) for seed in seeds)
 
 
 def test_claim_t5_buckets_beyond_the_training_distances_stay_untrained(grid):
-    for seed in OTHER_SEEDS:
+    _, seeds, results = grid
+    for seed in seeds:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             initial = TinyCausalLM("t5").relative.relative_attention_bias.weight
-        trained = grid["t5", seed].model.relative.relative_attention_bias.weight
+        trained = results["t5", seed].model.relative.relative_attention_bias.weight
         assert torch.equal(trained[22:], initial[22:])
         assert not torch.equal(trained[:22], initial[:22])
 
 
-@pytest.mark.parametrize("seed", OTHER_SEEDS)
-def test_claim_interpolation_adapts_faster_than_extrapolation(grid, seed):
-    pi = position_interpolation(seed=seed, source_seed=OTHER_SOURCE)
-    assert pi.trained == grid["rotary", seed].losses[32]
-    assert pi.extrapolated == grid["rotary", seed].losses[128]
-    assert pi.extrapolated > pi.trained + 0.8
-    assert pi.trained + 0.5 < pi.interpolated < pi.extrapolated
-    assert pi.finetuned_interpolated < pi.finetuned_extrapolated - 0.2
-    assert pi.finetuned_interpolated > pi.trained + 0.1
-    assert pi.finetuned_extrapolated_short > pi.trained + 0.1
-    assert pi.finetuned_interpolated_short > pi.trained + 0.1
+def test_claim_interpolation_adapts_faster_than_extrapolation(grid):
+    source, seeds, results = grid
+    for seed in seeds:
+        pi = position_interpolation(seed=seed, source_seed=source)
+        assert pi.trained == results["rotary", seed].losses[32]
+        assert pi.extrapolated == results["rotary", seed].losses[128]
+        assert pi.extrapolated > pi.trained + 0.8
+        assert pi.interpolated > pi.trained + 0.5
+        assert pi.finetuned_interpolated < pi.finetuned_extrapolated - 0.1
+        assert pi.finetuned_interpolated > pi.trained + 0.1
+        assert pi.finetuned_extrapolated_short > pi.trained + 0.1
+        assert pi.finetuned_interpolated_short > pi.trained + 0.1
