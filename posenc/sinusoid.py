@@ -482,8 +482,11 @@ def layout_permutation(source, target, d_model):
     -------
     permutation : (d_model,) ndarray of int
         ``sinusoidal(p, d_model, layout=target) == sinusoidal(p, d_model, layout=source)[:, permutation]``
-        exactly, for any positions ``p``. Applying it to a weight matrix's input rows (``W[permutation]``)
-        moves a model trained on one layout to the other.
+        exactly, for any positions ``p``. An added encoding is summed into the residual stream, so moving a
+        model trained on one layout to the other permutes the whole residual basis the same way: the
+        embedding's columns, the input rows of every matrix that reads the stream, the output columns of
+        every matrix that writes it, and the LayerNorm gains and biases. Permuting only the first weight
+        matrix's input rows (``W[permutation]``) does not.
 
     Examples
     --------

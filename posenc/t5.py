@@ -1,22 +1,87 @@
 """T5's relative-position buckets (Raffel et al., 2020): exact for near keys, logarithmic for far ones.
 
 T5 learns one scalar per (bucket, head) and adds it to the attention logit; this module computes only the
-bucket of each relative position, bit for bit as the code T5 was trained with (Mesh TensorFlow) and as
-``transformers`` computes it. The learned table is :class:`posenc.nn.T5RelativeBias`.
+bucket of each relative position. It returns the mathematically exact bucket of T5's formula, the same on
+every machine: the boundaries between the logarithmic buckets are integers found once per configuration by
+exact arithmetic, and a distance is placed by comparing it with them, with no logarithm at run time. T5's
+own code (Mesh TensorFlow, and ``transformers``) evaluates the formula in float32 and agrees with it except
+at the few distances where the exact value of the log term is an integer or within float32 rounding of
+one; there its answer depends on the last bit of the processor's float32 logarithm. The learned table is
+:class:`posenc.nn.T5RelativeBias`.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
+from decimal import Decimal, localcontext
 
 import numpy as np
 
-from posenc._validation import MAX_OFFSET, MAX_TABLE_ELEMENTS, check_flag, check_int_in
+from posenc._validation import MAX_OFFSET, check_flag, check_int_in
 
 __all__ = ["t5_relative_bucket"]
 
+_MAX_BUCKETS = 2**16  # T5 uses 32; the bucket boundaries are computed once per configuration, one per bucket
+
 _ACCEPTED_POSITIONS = "an int or an array_like of integers (key position - query position)"
+
+# A float64 estimate of a bucket boundary E * (D / E) ** (k / m) is within a relative 5e-14 of the real
+# number, for any libm whose log and exp err by less than 8 units in the last place; the search below
+# treats every integer within a relative 1e-10 of the estimate as undecided and settles it exactly.
+_ESTIMATE_MARGIN = 1e-10
+
+
+def _log_term_reaches(distance: int, k: int, max_exact: int, max_distance: int, n_log: int) -> bool:
+    r"""Whether ``n_log * ln(distance / max_exact) / ln(max_distance / max_exact) >= k``, decided exactly.
+
+    The inequality is :math:`(n/E)^m \ge (D/E)^k`; after dividing both exponents by :math:`g = \gcd(m, k)`
+    it is :math:`n^a E^b \ge D^b E^a`, compared in integers when :math:`a \le 64`. For larger :math:`a` the
+    two sides cannot be equal (equality with :math:`\gcd(a, b) = 1` makes the numerator of :math:`D/E` in
+    lowest terms a perfect :math:`a`-th power, at least :math:`2^a > 2^{52} \ge D`), so the sign of
+    :math:`a \ln(n/E) - b \ln(D/E)` decides, and it is computed with correctly rounded decimal logarithms at
+    a precision doubled until the result is larger than its error bound.
+    """
+    g = math.gcd(n_log, k)
+    a, b = n_log // g, k // g
+    if a <= 64:
+        return distance**a * max_exact**b >= max_distance**b * max_exact**a
+    digits = 40
+    while True:
+        with localcontext() as context:
+            context.prec = digits
+            log_exact = Decimal(max_exact).ln()
+            difference = a * (Decimal(distance).ln() - log_exact) - b * (Decimal(max_distance).ln() - log_exact)
+            # Each logarithm is below 37 (ln 2**52 = 36.04) and within one unit in its last digit; the few
+            # roundings that follow, times a + b, stay far below this bound.
+            error_bound = (a + b) * Decimal(10) ** (5 - digits)
+        if abs(difference) > error_bound:
+            return difference > 0
+        digits *= 2
+
+
+@functools.lru_cache(maxsize=64)
+def _bucket_boundaries(n_log: int, max_exact: int, max_distance: int) -> np.ndarray:
+    """The distances where the logarithmic buckets begin: entry ``k - 1`` is the smallest ``n`` whose log term
+    reaches ``k``, for ``k = 1 .. n_log - 1`` (int64, non-decreasing; read-only, as it is cached)."""
+    log_ratio = math.log(max_distance / max_exact)
+    boundaries = np.empty(max(n_log - 1, 0), dtype=np.int64)
+    for k in range(1, n_log):
+        estimate = max_exact * math.exp(k / n_log * log_ratio)
+        low = math.ceil(estimate * (1 - _ESTIMATE_MARGIN))
+        high = math.ceil(estimate * (1 + _ESTIMATE_MARGIN))
+        # The real boundary lies in [estimate (1 - margin), estimate (1 + margin)]; the answer is its ceiling,
+        # so `high` reaches k. Find the smallest distance in [low, high] that does (usually low == high).
+        while low < high:
+            middle = (low + high) // 2
+            if _log_term_reaches(middle, k, max_exact, max_distance, n_log):
+                high = middle
+            else:
+                low = middle + 1
+        boundaries[k - 1] = high
+    boundaries.setflags(write=False)
+    return boundaries
 
 
 def _clipped_relative_positions(relative_position, limit: int) -> np.ndarray:
@@ -65,8 +130,7 @@ def t5_relative_bucket(relative_position, *, bidirectional=True, num_buckets=32,
         ``True`` (T5's encoder): keys after the query get their own half of the buckets.
         ``False`` (T5's decoder): every key after the query shares bucket 0 with the query itself.
     num_buckets : int, default 32
-        Number of buckets; even and ``>= 4`` when bidirectional, ``>= 2`` otherwise, at most
-        ``posenc.MAX_TABLE_ELEMENTS``.
+        Number of buckets; even and ``>= 4`` when bidirectional, ``>= 2`` otherwise, at most ``2**16``.
     max_distance : int, default 128
         Distances of ``max_distance`` and more all land in the last bucket of their side. Greater than
         ``max_exact`` (below) and at most ``2**52``.
@@ -106,13 +170,22 @@ def t5_relative_bucket(relative_position, *, bidirectional=True, num_buckets=32,
     reaches :math:`B - E - 1`, at :math:`D\,(E/D)^{1/(B-E)}`. With the defaults (32 buckets, 128) a
     bidirectional side holds 16 buckets, 8 of them exact, and its last bucket starts at distance 91.
 
-    The logarithm is evaluated in float32, in the order written, as Mesh TensorFlow's
-    ``_relative_position_bucket`` (the code T5 was trained with) and ``transformers``'
-    ``T5Attention._relative_position_bucket`` both do. The float64 evaluation of the same formula puts a few
-    distances that sit exactly on a bucket boundary one bucket lower: with 18 buckets and
-    ``max_distance=128``, distance 64 gives exactly 4 for the log term, so bucket 8 (T5's code and float32
-    agree), but 3.9999999999999996 in float64, bucket 7. Raffel et al. (2020, §2.1) describe the scheme in
-    words.
+    The result is the exact value of this formula, the same on every machine. Each boundary, the smallest
+    :math:`n` whose log term reaches :math:`k` (:math:`k = 1, \dots, B - E - 1`), is the integer
+    :math:`\lceil E\,(D/E)^{k/(B-E)} \rceil`, found once per configuration from a float64 estimate and
+    settled by exact comparisons of :math:`(n/E)^{B-E}` with :math:`(D/E)^k`; a distance is then placed by
+    counting the boundaries at or below it. No logarithm is evaluated at call time.
+
+    T5's own code (Mesh TensorFlow's ``_relative_position_bucket``, which T5 was trained with, and
+    ``transformers``' ``T5Attention._relative_position_bucket``) evaluates the formula in float32. It gives
+    the same buckets except at distances where the exact log term is an integer or lies within float32
+    rounding of one, and there its answer depends on the last bit of the float32 logarithm of the machine it
+    runs on. With 34 buckets and ``max_distance=27``, distance 12 has log term
+    :math:`9 \ln(3/2) / \ln(27/8) = 3` exactly, so bucket :math:`8 + 3 = 11`; a correctly rounded float32
+    logarithm gives 2.9999998 there (bucket 10), while a vectorised float32 logarithm one unit in the last
+    place higher gives 11. With the defaults, distances 16, 32 and 64 of a bidirectional side sit on such
+    boundaries (log terms exactly 2, 4 and 6). :func:`posenc.testing.t5_float32_boundaries` finds these
+    distances for any configuration. Raffel et al. (2020, §2.1) describe the scheme in words.
 
     References
     ----------
@@ -128,7 +201,7 @@ def t5_relative_bucket(relative_position, *, bidirectional=True, num_buckets=32,
     """
     bidirectional = check_flag(bidirectional, "bidirectional")
     minimum_buckets = 4 if bidirectional else 2
-    num_buckets = check_int_in(num_buckets, "num_buckets", minimum=minimum_buckets, maximum=MAX_TABLE_ELEMENTS)
+    num_buckets = check_int_in(num_buckets, "num_buckets", minimum=minimum_buckets, maximum=_MAX_BUCKETS)
     if bidirectional and num_buckets % 2:
         raise ValueError(
             f"num_buckets must be even when bidirectional=True (half for keys before the query, half for keys "
@@ -151,10 +224,8 @@ def t5_relative_bucket(relative_position, *, bidirectional=True, num_buckets=32,
     else:
         buckets = np.zeros(relative.shape, dtype=np.int64)
         distance = -np.minimum(relative, 0)
-    # float32 throughout, as T5's code: float32(n) / E, its logarithm (float64 log rounded to float32, that
-    # is the correctly rounded float32 log), divided by float32(log(D / E)) and times float32(B - E).
-    ratio = np.maximum(distance, max_exact).astype(np.float32) / np.float32(max_exact)
-    log_ratio = np.log(ratio.astype(np.float64)).astype(np.float32)
-    scaled = log_ratio / np.float32(math.log(max_distance / max_exact)) * np.float32(side - max_exact)
-    large = np.minimum(max_exact + scaled.astype(np.int64), side - 1)
+    # Distances are clipped to max_distance, whose log term is side - max_exact: it lands in bucket side - 1
+    # after all side - max_exact - 1 boundaries, which is T5's clamp.
+    boundaries = _bucket_boundaries(side - max_exact, max_exact, max_distance)
+    large = max_exact + np.searchsorted(boundaries, distance, side="right")
     return buckets + np.where(distance < max_exact, distance, large)

@@ -48,7 +48,9 @@ from posenc.testing import (
     assert_rotary_scores_depend_on_offset_only,
     assert_sinusoidal_matches_reference,
     assert_sinusoidal_odd_width_handled,
+    assert_t5_buckets_exact,
     assert_t5_buckets_in_range,
+    t5_float32_boundaries,
 )
 
 
@@ -684,6 +686,11 @@ BAD_CALLS = {
         "max_distance",
     ),
     "bucket check of None": (lambda: assert_t5_buckets_in_range(None), TypeError, "bucket_fn"),
+    "exact bucket check of None": (lambda: assert_t5_buckets_exact(None), TypeError, "bucket_fn"),
+    "exact bucket check one bucket": (lambda: assert_t5_buckets_exact(print, num_buckets=1), ValueError, "num_buckets"),
+    "boundaries of float positions": (lambda: t5_float32_boundaries([1.5]), TypeError, "relative_position"),
+    "boundaries of odd buckets": (lambda: t5_float32_boundaries(0, num_buckets=33), ValueError, "num_buckets"),
+    "t5 too many buckets": (lambda: t5_relative_bucket(0, num_buckets=2**16 + 2), ValueError, "num_buckets"),
 }
 
 

@@ -74,7 +74,9 @@ from posenc.testing import (
     assert_rotary_scores_depend_on_offset_only,
     assert_sinusoidal_matches_reference,
     assert_sinusoidal_odd_width_handled,
+    assert_t5_buckets_exact,
     assert_t5_buckets_in_range,
+    t5_float32_boundaries,
 )
 
 SECONDS_PER_CALL = 30
@@ -265,6 +267,14 @@ def _layout_check(a):
 
 def _bucket_check(a):
     return assert_t5_buckets_in_range(**_with(a, "bucket_fn", posenc.t5_relative_bucket))
+
+
+def _exact_bucket_check(a):
+    return assert_t5_buckets_exact(**_with(a, "bucket_fn", posenc.t5_relative_bucket))
+
+
+def _check_boundaries(out, a):
+    assert isinstance(out, np.ndarray) and out.dtype == np.bool_ and out.shape == np.shape(a["relative_position"])
 
 
 def _check_chain(chain, a):
@@ -691,6 +701,23 @@ SPECS = {
         _bucket_check,
         lambda: dict(bucket_fn=_reference_placeholder, bidirectional=True, num_buckets=32, max_distance=128),
         _passed,
+    ),
+    "posenc.testing.assert_t5_buckets_exact": Spec(
+        assert_t5_buckets_exact,
+        _exact_bucket_check,
+        lambda: dict(bucket_fn=_reference_placeholder, bidirectional=True, num_buckets=32, max_distance=128),
+        _passed,
+    ),
+    "posenc.testing.t5_float32_boundaries": Spec(
+        t5_float32_boundaries,
+        lambda a: t5_float32_boundaries(
+            a["relative_position"],
+            bidirectional=a["bidirectional"],
+            num_buckets=a["num_buckets"],
+            max_distance=a["max_distance"],
+        ),
+        lambda: dict(relative_position=np.arange(-5, 6), bidirectional=True, num_buckets=32, max_distance=128),
+        _check_boundaries,
     ),
     "posenc.chapters.extrapolation.markov_chain": Spec(
         markov_chain,

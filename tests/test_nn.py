@@ -56,6 +56,18 @@ def test_longer_input_extends_the_table_instead_of_failing():
     torch.testing.assert_close(out[0], torch.from_numpy(sinusoidal(11, 8)), rtol=0, atol=0)
 
 
+def test_a_table_grown_in_inference_mode_is_an_ordinary_buffer():
+    """The buffer outlives the call: grown under torch.inference_mode() it must not be an inference tensor, which a
+    later in-place update or a saved-for-backward use outside inference mode would refuse."""
+    encoding = SinusoidalPositionalEncoding(8, max_len=4)
+    with torch.inference_mode():
+        encoding(torch.zeros(1, 10, 8))
+    assert encoding.table.shape[0] >= 10 and not encoding.table.is_inference()
+    x = torch.randn(1, 10, 8, requires_grad=True)
+    (encoding(x) * encoding.table[:10]).sum().backward()
+    torch.testing.assert_close(x.grad, encoding.table[:10].expand_as(x), rtol=0, atol=0)
+
+
 @pytest.mark.parametrize("layout", ["interleaved", "cos_first", "halves"])
 def test_layout_and_base_reach_the_table(layout):
     encoding = SinusoidalPositionalEncoding(6, max_len=5, base=100.0, layout=layout)

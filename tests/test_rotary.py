@@ -494,6 +494,23 @@ def test_a_cached_table_is_never_reused_for_another_offset(layout):
     )
 
 
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("by_positions", [False, True])
+def test_a_table_cached_in_inference_mode_serves_a_training_step(layout, by_positions):
+    """A validation loop under torch.inference_mode() (Lightning's default), then a training step at the same
+    length: the cached table must be an ordinary tensor, or backward raises "Inference tensors cannot be saved
+    for backward". Gradients equal those of a module that never saw inference mode."""
+    kwargs = {"positions": torch.arange(3, 8)} if by_positions else {"offset": 3}
+    rope = RotaryEmbedding(16, layout=layout)
+    with torch.inference_mode():
+        rope(random_tensor(3, (2, 5, 16)), **kwargs)
+    q = random_tensor(4, (2, 5, 16)).requires_grad_()
+    (rope(q, **kwargs) ** 2).sum().backward()
+    fresh = q.detach().clone().requires_grad_()
+    (RotaryEmbedding(16, layout=layout)(fresh, **kwargs) ** 2).sum().backward()
+    torch.testing.assert_close(q.grad, fresh.grad, rtol=0, atol=0)
+
+
 def test_the_cache_is_keyed_on_dtype_and_bounded():
     rope = RotaryEmbedding(16)
     x = random_tensor(2, (3, 16), torch.float64)

@@ -24,7 +24,9 @@ from posenc.testing import (
     assert_rotary_scores_depend_on_offset_only,
     assert_sinusoidal_matches_reference,
     assert_sinusoidal_odd_width_handled,
+    assert_t5_buckets_exact,
     assert_t5_buckets_in_range,
+    t5_float32_boundaries,
 )
 
 # --- Faulty sinusoidal tables: (n_positions, d_model) -> (n_positions, d_model) -----------------------------
@@ -495,3 +497,44 @@ def test_t5_check_fails_on_buckets_in_range_but_wrong():
     swapped = lambda r, **kw: posenc.t5_relative_bucket(-np.asarray(r), **kw)  # noqa: E731
     with pytest.raises(AssertionError, match="offset -1 in bucket 17, T5 puts it in 1"):
         assert_t5_buckets_in_range(swapped)
+
+
+def t5_bucket_float32(relative_position, bidirectional=True, num_buckets=32, max_distance=128, *, log_scale=1.0):
+    """T5's formula in float32 as T5's code evaluates it, with the logarithm scaled by ``log_scale``: 1 - 2**-22
+    stands in for a processor whose float32 logarithm errs low by a few units in the last place."""
+    rp = np.asarray(relative_position, dtype=np.int64)
+    side = num_buckets // 2 if bidirectional else num_buckets
+    buckets = (rp > 0) * side if bidirectional else np.zeros_like(rp)
+    distance = np.abs(rp) if bidirectional else -np.minimum(rp, 0)
+    max_exact = side // 2
+    ratio = np.maximum(distance, 1).astype(np.float32) / np.float32(max_exact)
+    log = (np.log(ratio.astype(np.float64)) * log_scale).astype(np.float32)
+    term = log / np.float32(math.log(max_distance / max_exact)) * np.float32(side - max_exact)
+    large = np.minimum(max_exact + term.astype(np.int64), side - 1)
+    return buckets + np.where(distance < max_exact, distance, large)
+
+
+def test_t5_exact_check_catches_buckets_that_depend_on_the_logarithm():
+    """With 34 buckets and max_distance 27 the log term is exactly 3 at distance 12 and 6 at distance 18. A float32
+    logarithm a few units low puts both one bucket down: the exact check fails and says why, the range check
+    (which tolerates boundaries) passes, and posenc passes both."""
+    config = dict(num_buckets=34, max_distance=27)
+    low = lambda r, **kw: t5_bucket_float32(r, log_scale=1 - 2**-22, **kw)  # noqa: E731
+    assert_t5_buckets_exact(posenc.t5_relative_bucket, **config)
+    assert_t5_buckets_in_range(low, **config)
+    with pytest.raises(
+        AssertionError, match=r"offset -12 in bucket 10, the exact bucket is 11 .* on a bucket boundary"
+    ):
+        assert_t5_buckets_exact(low, **config)
+
+
+def test_t5_exact_check_says_when_a_difference_is_not_on_a_boundary():
+    with pytest.raises(AssertionError, match="not on a bucket boundary: the formula itself differs"):
+        assert_t5_buckets_exact(t5_bucket_without_clamp)
+
+
+def test_t5_range_check_still_refuses_a_wrong_bucket_on_a_boundary():
+    """The tolerance is one bucket at a flagged offset, not any bucket."""
+    two_down = lambda r, **kw: posenc.t5_relative_bucket(r, **kw) - 2 * t5_float32_boundaries(r, **kw)  # noqa: E731
+    with pytest.raises(AssertionError, match="offset -16 in bucket 8, T5 puts it in 10"):
+        assert_t5_buckets_in_range(two_down)

@@ -129,7 +129,11 @@ class RotaryEmbedding(nn.Module):
     def _table(self, key, positions, device, dtype):
         table = self._tables.get(key)
         if table is None:
-            table = self._build_table(positions(), device, dtype)
+            # Built as an ordinary tensor even inside torch.inference_mode() (a validation loop): the cache
+            # outlives the call, and an inference tensor reused by a later training step at the same length
+            # would raise "Inference tensors cannot be saved for backward".
+            with torch.inference_mode(False):
+                table = self._build_table(positions(), device, dtype)
             self._tables[key] = table
             while len(self._tables) > self._CACHED_TABLES:
                 self._tables.popitem(last=False)

@@ -81,7 +81,9 @@ class SinusoidalPositionalEncoding(nn.Module):
 
     def _build(self, n_positions: int, device) -> torch.Tensor:
         table = sinusoidal(n_positions, self.d_model, base=self.base, layout=self.layout, dtype=np.float32)
-        return torch.from_numpy(table).to(device)
+        # An ordinary tensor even when the table grows inside torch.inference_mode(): the buffer outlives the call.
+        with torch.inference_mode(False):
+            return torch.from_numpy(table).to(device)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         seq = check_embeddings(x, self.d_model)
