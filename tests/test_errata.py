@@ -603,3 +603,31 @@ def test_erratum_32_note_001_code_as_stored_is_not_valid_python():
     table = namespace["positional_encoding"](256, 128)
     assert np.abs(table - table64(256, 128, layout="cos_first")).max() < 1e-12
     assert np.abs(table - table64(256, 128)).max() > 0.5  # and it is not the paper's layout (entry 19)
+
+
+# --- Found on a third reading ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("d_model", [7, 9, 513])
+def test_erratum_37_note_004_code_fails_for_an_odd_d_model(d_model):
+    """Note 004's torch lines, given for any d_model: wk = exp(arange(0, d_model, 2) * ...), then
+    pos_enc[:, 0::2] = sin(pos * wk) and pos_enc[:, 1::2] = cos(pos * wk).
+
+    For odd d_model, wk has ceil(d/2) entries, as many as the even columns, but the odd columns are one
+    fewer: the cosine line raises a RuntimeError that does not name d_model. posenc refuses an odd width
+    with a ValueError that does; at the even width d_model + 1 the note's code runs and agrees with posenc.
+    """
+    assert len(range(0, d_model, 2)) == len(range(d_model)[0::2]) == len(range(d_model)[1::2]) + 1
+    pos = torch.arange(0, 4, dtype=torch.float).unsqueeze(1)
+    wk = torch.exp(torch.arange(0, d_model, 2).float() * -(torch.log(torch.tensor(10000.0)) / d_model))
+    pos_enc = torch.zeros((4, d_model))
+    pos_enc[:, 0::2] = torch.sin(pos * wk)  # the sine line runs
+    with pytest.raises(RuntimeError) as error:
+        pos_enc[:, 1::2] = torch.cos(pos * wk)  # the cosine line does not
+    assert "d_model" not in str(error.value)
+    with pytest.raises(RuntimeError):
+        note_004_torch_code(range(4), d_model)
+    with pytest.raises(ValueError, match="d_model"):
+        sinusoidal(4, d_model)
+    even = d_model + 1
+    np.testing.assert_allclose(note_004_torch_code(range(4), even).double().numpy(), table64(range(4), even), atol=1e-6)
