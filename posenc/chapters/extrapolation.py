@@ -7,11 +7,14 @@ embeddings (``"sinusoidal"``, ``"learned"``), rotating queries and keys (``"rota
 attention logits (``"t5"``, ``"alibi"``), or nowhere (``"none"``: the causal mask is the only source of
 order). This module holds
 
-- :func:`markov_chain`, the seeded source with its exact entropies (the loss floor among them), and
-  :func:`sample_sequences`, which draws sequences from it;
+- :func:`markov_chain`, the seeded source with its exact entropies (the loss floor among them),
+  :func:`sample_sequences`, which draws sequences from it, and :func:`order_blind_entropy`, the best loss of
+  a predictor that sees the earlier symbols only as an unordered multiset;
 - :class:`TinyCausalLM`, the model;
 - :func:`train_and_evaluate`, which trains one model at ``train_len`` and reports its loss at several
-  evaluation lengths;
+  evaluation lengths, :func:`evaluate`, which scores a trained model again (optionally with attention
+  limited to a window of recent keys), and :func:`shuffled_context_loss`, which measures whether a model's
+  prediction depends on the order of the earlier symbols;
 - :func:`position_interpolation`, which runs a trained rotary model at a multiple of its training length
   with plain and with interpolated positions (Chen et al., 2023), before and after a short fine-tuning.
 
@@ -44,9 +47,13 @@ __all__ = [
     "MarkovChain",
     "markov_chain",
     "sample_sequences",
+    "order_blind_entropy",
     "TinyCausalLM",
     "ExtrapolationResult",
     "train_and_evaluate",
+    "evaluate",
+    "ShuffleResult",
+    "shuffled_context_loss",
     "InterpolationResult",
     "position_interpolation",
 ]
@@ -209,7 +216,8 @@ class MarkovChain(NamedTuple):
         any predictor reaches on a symbol that has two predecessors (the loss floor).
     order1_entropy : float
         :math:`H(X_{t+1} \mid X_t)` in nats: the lowest loss of a predictor that sees only the current
-        symbol, which needs no positional information.
+        symbol. It is not the best loss without positional information: a predictor that also sees the
+        earlier symbols as an unordered multiset can do much better (:func:`order_blind_entropy`).
     marginal_entropy : float
         :math:`H(X_t)` in nats: the lowest loss of a predictor that sees nothing.
     """
@@ -348,6 +356,93 @@ def sample_sequences(chain, n_sequences, length, *, seed) -> np.ndarray:
     return _sample(chain, n_sequences, length, np.random.default_rng(seed))
 
 
+MAX_BAG_STATES = 2**24
+"""Most (multiset, previous symbol, current symbol) probabilities :func:`order_blind_entropy` holds."""
+
+
+def order_blind_entropy(chain, positions) -> np.ndarray:
+    r"""Best loss of a predictor that sees the current symbol and, unordered, the symbols before it.
+
+    Parameters
+    ----------
+    chain : MarkovChain
+        From :func:`markov_chain`.
+    positions : int
+        Largest position :math:`t` to compute, at least 1. The work grows with the number of multisets of
+        :math:`t` symbols: ``positions`` is refused when :math:`\binom{t + n - 1}{n - 1}\, n^2` exceeds
+        :data:`MAX_BAG_STATES` (for 16 symbols, ``positions`` up to 6 is accepted).
+
+    Returns
+    -------
+    entropies : (positions,) float64 array
+        ``entropies[t - 1]`` is :math:`H(X_{t+1} \mid X_t, \{X_0, \dots, X_{t-1}\})` in nats, where
+        :math:`\{\cdot\}` is the multiset (the symbols with their counts, in no order) and the sequence
+        starts with a pair drawn from the stationary distribution, as in :func:`sample_sequences`.
+
+    Notes
+    -----
+    This is the lowest expected loss, at position :math:`t`, of any predictor whose output is a function of
+    the current symbol and of the multiset of the earlier ones: one that cannot tell the order of the
+    earlier symbols. A single causal attention layer without positional information is such a predictor
+    (its output at :math:`t` is a weighted mean over the multiset of symbols up to :math:`t`); a deeper one
+    is not, because its second layer combines outputs of the first computed over different prefixes.
+
+    At :math:`t = 1` the multiset holds one symbol, :math:`X_0`, so the value is the entropy rate
+    :attr:`MarkovChain.entropy_rate`. It is computed exactly, without sampling, by carrying the joint
+    probability of (multiset of :math:`X_0 \dots X_{s-1}`, :math:`X_{s-1}`, :math:`X_s`) forward one
+    symbol at a time and then summing over :math:`X_{t-1}`:
+
+    .. math::
+
+        H = -\sum_{M, b, c} p(M, b, c) \log \frac{p(M, b, c)}{\sum_{c'} p(M, b, c')}, \qquad
+        p(M, b, c) = \sum_a p(M, a, b)\, P(c \mid a, b).
+
+    Examples
+    --------
+    >>> chain = markov_chain(0, n_symbols=4)
+    >>> h = order_blind_entropy(chain, 3)
+    >>> h.shape, bool(np.isclose(h[0], chain.entropy_rate))
+    ((3,), True)
+    >>> bool(np.all(h <= chain.order1_entropy + 1e-12))
+    True
+    """
+    if not isinstance(chain, MarkovChain):
+        raise TypeError(f"chain must be a MarkovChain from markov_chain(), got {type(chain).__name__}")
+    n = chain.transitions.shape[0]
+    positions = check_int_in(positions, "positions", minimum=1, maximum=MAX_LENGTH)
+    states = math.comb(positions + n - 1, n - 1) * n * n
+    if states > MAX_BAG_STATES:
+        raise ValueError(
+            f"positions={positions} needs {states} probabilities for {n} symbols, more than "
+            f"MAX_BAG_STATES={MAX_BAG_STATES}: ask for fewer positions"
+        )
+    transitions = chain.transitions
+    # bags[k] is a multiset as a tuple of counts; joint[k, a, b] = p(multiset k, x[s-1] = a, x[s] = b)
+    bags = [tuple(int(i == a) for i in range(n)) for a in range(n)]
+    joint = np.zeros((n, n, n))
+    joint[np.arange(n), np.arange(n), :] = chain.pair_distribution
+    entropies = np.empty(positions)
+    for t in range(1, positions + 1):
+        following = np.einsum("kab,abc->kbc", joint, transitions)  # p(multiset, x[t] = b, x[t+1] = c)
+        entropies[t - 1] = float(_entropy(following) - _entropy(following.sum(axis=-1)))
+        if t == positions:
+            break
+        # x[t] = b joins the multiset; (x[t], x[t+1]) becomes the new pair
+        index, new_bags = {}, []
+        targets = np.empty((len(bags), n), dtype=np.int64)
+        for k, bag in enumerate(bags):
+            for b in range(n):
+                grown = bag[:b] + (bag[b] + 1,) + bag[b + 1 :]
+                if grown not in index:
+                    index[grown] = len(new_bags)
+                    new_bags.append(grown)
+                targets[k, b] = index[grown]
+        joint = np.zeros((len(new_bags), n, n))
+        np.add.at(joint, (targets, np.arange(n)[None, :]), following)
+        bags = new_bags
+    return entropies
+
+
 # --- The model -----------------------------------------------------------------------------------------------
 
 
@@ -393,7 +488,8 @@ class TinyCausalLM(nn.Module):
         (unidirectional, :data:`T5_NUM_BUCKETS` buckets, maximum distance :data:`T5_MAX_DISTANCE`, as in
         T5's decoder) added to the logits of every layer, shared by the layers as in T5 (Raffel et al.,
         2020). ``"alibi"``: :class:`posenc.nn.ALiBiBias` added to the logits of every layer (Press et al.,
-        2022). ``"none"``: no positional information; the causal mask is the only source of order.
+        2022). ``"none"``: no positional encoding; the causal mask is the only source of order (with two or
+        more layers it is one: see :func:`shuffled_context_loss`).
     vocab_size : int, default 16
         Number of symbols; from 2 to :data:`MAX_VOCAB`.
     d_model : int, default 32
@@ -491,20 +587,28 @@ class TinyCausalLM(nn.Module):
                 )
         return self._logits(tokens, positions)
 
-    def _bias(self, seq: int, dtype: torch.dtype):
-        """The ``(n_heads, seq, seq)`` logit bias with the causal mask, or None for the causal mask alone."""
-        if self.scheme == "alibi":
-            return self.relative(seq, seq, causal=True).to(dtype)
-        if self.scheme == "t5":
-            return self.relative(seq, seq).to(dtype) + torch.full((seq, seq), float("-inf"), dtype=dtype).triu(1)
-        return None
+    def _bias(self, seq: int, dtype: torch.dtype, window=None):
+        """The ``(n_heads, seq, seq)`` logit bias with the causal mask, or None for the causal mask alone.
 
-    def _logits(self, tokens: torch.Tensor, positions=None) -> torch.Tensor:
+        ``window`` (an int or None) also masks every key ``window`` or more positions before the query.
+        """
+        bias = None
+        if self.scheme == "alibi":
+            bias = self.relative(seq, seq, causal=True).to(dtype)
+        elif self.scheme == "t5":
+            bias = self.relative(seq, seq).to(dtype) + torch.full((seq, seq), float("-inf"), dtype=dtype).triu(1)
+        if window is not None:
+            masked = torch.full((seq, seq), float("-inf"), dtype=dtype)
+            mask = masked.triu(1) + masked.tril(-window)
+            bias = mask if bias is None else bias + mask
+        return bias
+
+    def _logits(self, tokens: torch.Tensor, positions=None, window=None) -> torch.Tensor:
         """``forward`` without the checks, for the training loop."""
         x = self.embed(tokens)
         if self.absolute is not None:
             x = self.absolute(x)
-        bias = self._bias(tokens.shape[1], x.dtype)
+        bias = self._bias(tokens.shape[1], x.dtype, window)
         for block in self.blocks:
             x = block(x, bias, self.rotary, positions)
         return self.head(self.norm(x))
@@ -516,12 +620,12 @@ class TinyCausalLM(nn.Module):
 # --- Training and evaluation ---------------------------------------------------------------------------------
 
 
-def _scored_loss(model: TinyCausalLM, sequences: torch.Tensor, positions=None) -> torch.Tensor:
+def _scored_loss(model: TinyCausalLM, sequences: torch.Tensor, positions=None, window=None) -> torch.Tensor:
     """Mean cross-entropy of the predictions of symbols 2, 3, ... (each has two predecessors).
 
     ``sequences`` holds ``length + 1`` symbols: the model reads the first ``length``.
     """
-    logits = model._logits(sequences[:, :-1], positions)[:, 1:]
+    logits = model._logits(sequences[:, :-1], positions, window)[:, 1:]
     targets = sequences[:, 2:]
     return nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
 
@@ -553,7 +657,7 @@ def _train(model, chain, *, steps, batch_size, length, lr, rng, positions=None, 
     return float(np.mean(tail))
 
 
-def _evaluate(model, sequences: np.ndarray, positions=None) -> float:
+def _evaluate(model, sequences: np.ndarray, positions=None, window=None) -> float:
     """Mean scored loss over ``sequences`` (each ``length + 1`` symbols), in batches of bounded size."""
     n, length = sequences.shape[0], sequences.shape[1] - 1
     chunk = max(1, min(n, _ATTENTION_CHUNK // (model.n_heads * length * length)))
@@ -561,7 +665,7 @@ def _evaluate(model, sequences: np.ndarray, positions=None) -> float:
     with torch.no_grad():
         for start in range(0, n, chunk):
             part = torch.from_numpy(sequences[start : start + chunk])
-            total += float(_scored_loss(model, part, positions)) * part.shape[0]
+            total += float(_scored_loss(model, part, positions, window)) * part.shape[0]
     return total / n
 
 
@@ -620,7 +724,7 @@ class ExtrapolationResult(NamedTuple):
     train_loss : float
         Mean training loss over the last 10 % of the steps.
     entropy_rate, order1_entropy : float
-        The chain's loss floor and the lowest loss without positional information (see :class:`MarkovChain`).
+        The chain's loss floor and the lowest loss from the current symbol alone (see :class:`MarkovChain`).
     model : TinyCausalLM
         The trained model, in eval mode.
     """
@@ -763,6 +867,155 @@ def train_and_evaluate(
     )
 
 
+def _check_model(model) -> TinyCausalLM:
+    if not isinstance(model, TinyCausalLM):
+        raise TypeError(f"model must be a TinyCausalLM (for example result.model), got {type(model).__name__}")
+    return model
+
+
+def evaluate(model, length, *, source_seed=0, concentration=0.05, window=None, eval_tokens=4096) -> float:
+    r"""Score a trained model again at one context length, optionally seeing only its most recent keys.
+
+    Parameters
+    ----------
+    model : TinyCausalLM
+        A trained model, for example ``result.model`` from :func:`train_and_evaluate`.
+    length : int
+        Context length, from 2 to :data:`MAX_LENGTH` (at most ``model.max_len`` for ``"learned"``).
+    source_seed : int, default 0
+        The chain and evaluation sequences, as in :func:`train_and_evaluate`.
+    concentration : float, default 0.05
+        As in :func:`markov_chain`.
+    window : int or None, default None
+        If an int from 1 to :data:`MAX_LENGTH`, every attention head of every layer is masked to the keys
+        fewer than ``window`` positions before its query (the query itself included): a sliding window.
+        None keeps the causal mask alone.
+    eval_tokens : int, default 4096
+        As in :func:`train_and_evaluate`.
+
+    Returns
+    -------
+    loss : float
+        Mean loss in nats over the same symbols as ``train_and_evaluate(..., eval_lens=(length,))``; with
+        ``window=None`` it is that function's number, computed the same way.
+
+    Notes
+    -----
+    A window of the training length keeps every query's keys within the distances, and as few as, training
+    showed it, while leaving the queries' own absolute positions as they are. Comparing the windowed and the
+    full loss at a long length therefore separates what the keys beyond the training distance do from what
+    the position of the query does.
+
+    Examples
+    --------
+    >>> r = train_and_evaluate("alibi", seed=0, train_len=8, eval_lens=(16,), steps=2, d_model=8)
+    >>> evaluate(r.model, 16) == r.losses[16]
+    True
+    """
+    model = _check_model(model)
+    length = check_int_in(length, "length", minimum=2, maximum=MAX_LENGTH)
+    if model.scheme == "learned" and length > model.max_len:
+        raise ValueError(f"length={length} exceeds the learned table's max_len={model.max_len}")
+    source_seed = _check_seed(source_seed, "source_seed")
+    concentration = _check_concentration(concentration)
+    if window is not None:
+        window = check_int_in(window, "window", minimum=1, maximum=MAX_LENGTH)
+    eval_tokens = check_int_in(eval_tokens, "eval_tokens", minimum=1, maximum=MAX_EVAL_TOKENS)
+    _check_attention_size(1, model.n_heads, length, "n_heads x length**2")
+    with _OneThread():
+        chain = markov_chain(source_seed, n_symbols=model.vocab_size, concentration=concentration)
+        model.eval()
+        return _evaluate(model, _eval_sequences(chain, source_seed, length, eval_tokens), window=window)
+
+
+class ShuffleResult(NamedTuple):
+    """What :func:`shuffled_context_loss` measured, in nats.
+
+    Attributes
+    ----------
+    in_order : float
+        Mean loss of the prediction after the last symbol read, the earlier symbols in their order.
+    shuffled : float
+        The same predictions with the symbols before the current one permuted at random (each sequence
+        its own permutation); the current symbol stays last.
+    n_sequences, length : int
+    """
+
+    in_order: float
+    shuffled: float
+    n_sequences: int
+    length: int
+
+
+def shuffled_context_loss(
+    model, length, *, source_seed=0, concentration=0.05, n_sequences=2048, seed=0
+) -> ShuffleResult:
+    r"""Does the model's prediction depend on the order of the earlier symbols? Shuffle them and see.
+
+    Parameters
+    ----------
+    model : TinyCausalLM
+        A trained model, for example ``result.model`` from :func:`train_and_evaluate`.
+    length : int
+        Symbols read, from 3 to :data:`MAX_LENGTH` (at most ``model.max_len`` for ``"learned"``): the
+        model predicts symbol ``length`` from symbols ``0 ... length - 1``.
+    source_seed : int, default 0
+        The chain, as in :func:`train_and_evaluate`.
+    concentration : float, default 0.05
+        As in :func:`markov_chain`.
+    n_sequences : int, default 2048
+        Sequences, hence predictions, from 1 to :data:`MAX_BATCH`. With 2048, the gap between the two
+        losses of a trained model of the chapter moves by 0.01 to 0.02 nats from one ``seed`` to another.
+    seed : int, default 0
+        Seeds the sequences (drawn apart from the evaluation sequences of :func:`evaluate`) and the
+        permutations.
+
+    Returns
+    -------
+    result : ShuffleResult
+
+    Notes
+    -----
+    A predictor that sees the earlier symbols only as a multiset (see :func:`order_blind_entropy`) gives
+    exactly the same prediction after the shuffle, so its two losses are equal (up to rounding in the
+    order of a sum). A gap between them is therefore a direct measurement that the prediction uses the
+    order of the context; it says nothing about *which* order information (absolute or relative) is used.
+    Only the last prediction of each sequence is scored: under a causal mask every earlier prediction
+    would see a shuffled prefix of a different length.
+
+    Examples
+    --------
+    >>> r = train_and_evaluate("none", seed=0, train_len=8, eval_lens=(8,), steps=2, d_model=8)
+    >>> s = shuffled_context_loss(r.model, 8, n_sequences=16)
+    >>> s.n_sequences, s.length, s.in_order > 0 and s.shuffled > 0
+    (16, 8, True)
+    """
+    model = _check_model(model)
+    length = check_int_in(length, "length", minimum=3, maximum=MAX_LENGTH)
+    if model.scheme == "learned" and length > model.max_len:
+        raise ValueError(f"length={length} exceeds the learned table's max_len={model.max_len}")
+    source_seed = _check_seed(source_seed, "source_seed")
+    concentration = _check_concentration(concentration)
+    n_sequences = check_int_in(n_sequences, "n_sequences", minimum=1, maximum=MAX_BATCH)
+    seed = _check_seed(seed)
+    _check_attention_size(n_sequences, model.n_heads, length, "n_sequences x n_heads x length**2")
+    rng = np.random.default_rng([source_seed, 4, length, seed])
+    with _OneThread():
+        chain = markov_chain(source_seed, n_symbols=model.vocab_size, concentration=concentration)
+        sequences = _sample(chain, n_sequences, length + 1, rng)
+        shuffled = sequences.copy()
+        order = np.argsort(rng.random((n_sequences, length - 1)), axis=1)
+        shuffled[:, : length - 1] = np.take_along_axis(sequences[:, : length - 1], order, axis=1)
+        targets = torch.from_numpy(sequences[:, length])
+        model.eval()
+        losses = []
+        with torch.no_grad():
+            for tokens in (sequences, shuffled):
+                logits = model._logits(torch.from_numpy(tokens[:, :length]))[:, -1]
+                losses.append(float(nn.functional.cross_entropy(logits, targets)))
+    return ShuffleResult(losses[0], losses[1], n_sequences, length)
+
+
 class InterpolationResult(NamedTuple):
     """What :func:`position_interpolation` measured; every loss in nats, as in :class:`ExtrapolationResult`.
 
@@ -781,6 +1034,9 @@ class InterpolationResult(NamedTuple):
     finetuned_extrapolated_short, finetuned_interpolated_short : float
         The two fine-tuned copies scored back at ``train_len``, each with its own positions (``m`` or
         ``m / factor``).
+    interpolated_short : float
+        The trained model, not fine-tuned, at ``train_len`` with positions ``m / factor``: neighbours a
+        ``1 / factor`` step apart, but no key farther or more numerous than in training.
     """
 
     seed: int
@@ -796,6 +1052,7 @@ class InterpolationResult(NamedTuple):
     finetuned_interpolated: float
     finetuned_extrapolated_short: float
     finetuned_interpolated_short: float
+    interpolated_short: float
 
 
 def position_interpolation(
@@ -901,6 +1158,7 @@ def position_interpolation(
         trained = _evaluate(model, short)
         extrapolated = _evaluate(model, long)
         interpolated = _evaluate(model, long, scaled[eval_len])
+        interpolated_short = _evaluate(model, short, scaled[train_len])
         finetuned = {}
         for name, interpolate in (("extrapolated", False), ("interpolated", True)):
             tuned = TinyCausalLM(
@@ -940,4 +1198,5 @@ def position_interpolation(
         finetuned["interpolated"][0],
         finetuned["extrapolated"][1],
         finetuned["interpolated"][1],
+        interpolated_short,
     )
