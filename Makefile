@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 export SOURCE_DATE_EPOCH
 
-.PHONY: venv book test lint unit notebooks bench favicon check-site check-reproducible clean
+.PHONY: venv book test lint unit notebooks bench favicon check-site check-reproducible check-portable clean
 
 venv: $(STAMP)
 
@@ -69,6 +69,12 @@ check-site: $(STAMP)
 # Two fresh builds into temporary directories must give identical pages, notebook outputs and figure bytes.
 check-reproducible: $(STAMP) $(KERNEL_CONFIG)
 	$(BIN)/python tests/check_reproducible.py
+
+# The unit tests and every chapter again with NumPy's and PyTorch's kernels capped at AVX2, then at the x86-64
+# baseline (levels below this processor's only): results that hold on one processor only fail here. About
+# 7 minutes per level on 2 cores; not part of CI (see tests/check_portable.py).
+check-portable: $(STAMP) $(KERNEL_CONFIG)
+	$(BIN)/python tests/check_portable.py
 
 clean:
 	rm -rf _build

@@ -22,7 +22,8 @@ MAX_HEADS = 2**16
 def _power_of_two_slopes(n: int) -> list[float]:
     """The geometric slopes for ``n`` a power of two: first slope and ratio both ``2 ** (-8 / n)``.
 
-    The arithmetic is the paper's, step for step in float64, so the values agree bit for bit with it:
+    The arithmetic is the paper's, step for step in float64, so the values agree bit for bit with its code run
+    in the same Python (both use the platform's ``log2`` and ``pow``):
     ``start = 2 ** (-2 ** -(log2(n) - 3))`` and slope ``i`` is ``start * start ** i``.
     """
     start = 2.0 ** (-(2.0 ** -(math.log2(n) - 3)))
@@ -40,7 +41,8 @@ def alibi_slopes(n_heads):
     Returns
     -------
     slopes : (n_heads,) ndarray of float64
-        Distinct, in ``(0, 1)``; equal bit for bit to ``get_slopes(n_heads)`` of the paper's reference code.
+        Distinct, in ``(0, 1)``; equal bit for bit to ``get_slopes(n_heads)`` of the paper's reference code
+        run in the same Python (another platform's ``pow`` may move both by a unit in the last place).
 
     Raises
     ------
