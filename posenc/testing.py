@@ -997,6 +997,17 @@ def _t5_check_arguments(bucket_fn, bidirectional, num_buckets, max_distance) -> 
     return dict(bidirectional=bidirectional, num_buckets=num_buckets, max_distance=max_distance)
 
 
+def _t5_buckets_of(bucket_fn, offsets: np.ndarray, kwargs: dict) -> tuple[str, np.ndarray]:
+    """``bucket_fn``'s buckets of ``offsets`` under ``kwargs``, and the call as the messages name it."""
+    call = (
+        f"bucket_fn(offsets, bidirectional={kwargs['bidirectional']}, num_buckets={kwargs['num_buckets']}, "
+        f"max_distance={kwargs['max_distance']})"
+    )
+    got = _as_array(_call(bucket_fn, call, offsets.copy(), **kwargs), call)
+    _expect_shape(got, offsets.shape, call)
+    return call, got
+
+
 def _t5_first_wrong(wrong: np.ndarray, offsets: np.ndarray) -> int:
     """The index of the offset nearest the query among those marked ``wrong``."""
     candidates = np.flatnonzero(wrong)
@@ -1056,12 +1067,7 @@ def assert_t5_buckets_in_range(bucket_fn, *, bidirectional=True, num_buckets=32,
     num_buckets = kwargs["num_buckets"]
     offsets = _t5_offsets(kwargs["max_distance"])
     want = posenc.t5_relative_bucket(offsets, **kwargs)  # validates the combination of arguments
-    call = (
-        f"bucket_fn(offsets, bidirectional={kwargs['bidirectional']}, num_buckets={num_buckets}, "
-        f"max_distance={kwargs['max_distance']})"
-    )
-    got = _as_array(_call(bucket_fn, call, offsets.copy(), **kwargs), call)
-    _expect_shape(got, offsets.shape, call)
+    call, got = _t5_buckets_of(bucket_fn, offsets, kwargs)
     outside = (got < 0) | (got >= num_buckets) | ~np.isfinite(got)
     if outside.any():
         i = _t5_first_wrong(outside, offsets)
@@ -1124,12 +1130,7 @@ def assert_t5_buckets_exact(bucket_fn, *, bidirectional=True, num_buckets=32, ma
     kwargs = _t5_check_arguments(bucket_fn, bidirectional, num_buckets, max_distance)
     offsets = _t5_offsets(kwargs["max_distance"])
     want = posenc.t5_relative_bucket(offsets, **kwargs)
-    call = (
-        f"bucket_fn(offsets, bidirectional={kwargs['bidirectional']}, num_buckets={kwargs['num_buckets']}, "
-        f"max_distance={kwargs['max_distance']})"
-    )
-    got = _as_array(_call(bucket_fn, call, offsets.copy(), **kwargs), call)
-    _expect_shape(got, offsets.shape, call)
+    call, got = _t5_buckets_of(bucket_fn, offsets, kwargs)
     wrong = got != want
     if not wrong.any():
         return
