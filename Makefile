@@ -72,7 +72,7 @@ check-reproducible: $(STAMP) $(KERNEL_CONFIG)
 
 # The unit tests and every chapter again with NumPy's and PyTorch's kernels capped at AVX2, then at the x86-64
 # baseline (levels below this processor's only): results that hold on one processor only fail here. About
-# 7 minutes per level on 2 cores; not part of CI (see tests/check_portable.py).
+# 5 minutes per level on 2 cores; not part of CI (see tests/check_portable.py).
 check-portable: $(STAMP) $(KERNEL_CONFIG)
 	$(BIN)/python tests/check_portable.py
 
