@@ -53,6 +53,8 @@ from posenc.testing import (
     t5_float32_boundaries,
 )
 
+pytestmark = pytest.mark.argument_check
+
 
 def _tiny_regression(y_shape=(4,)):
     """A valid (model, x_train, y_train, x_test, y_test) for train_regression, with the y_train shape given."""

@@ -59,6 +59,7 @@ def test_positional_encodings_row_builds_the_papers_table():
     np.testing.assert_allclose(theirs.double().numpy(), ours, rtol=0, atol=4e-6)  # float32 angles < 16
 
 
+@pytest.mark.argument_check
 @pytest.mark.parametrize(
     "shape, error", [((8,), ValueError), ((2, 7), ValueError), ("1x2", TypeError), ((2, 0, 4), ValueError)]
 )

@@ -136,6 +136,7 @@ def test_order_blind_entropy_is_not_the_order1_entropy_on_a_chain_that_needs_ord
     assert _order_blind_by_enumeration(chain, 2) == pytest.approx(h[1], abs=1e-12)
 
 
+@pytest.mark.argument_check
 def test_order_blind_entropy_refuses_too_many_multisets():
     chain = markov_chain(0)
     assert order_blind_entropy(chain, 2).shape == (2,)
@@ -273,6 +274,7 @@ def test_shuffling_leaves_an_order_blind_model_unchanged_and_hurts_one_that_uses
     assert moved.shuffled > moved.in_order + 0.5
 
 
+@pytest.mark.argument_check
 def test_learned_model_refuses_positions_it_has_no_vector_for():
     model = TinyCausalLM("learned", max_len=8)
     assert model(torch.zeros(1, 8, dtype=torch.long)).shape == (1, 8, 16)

@@ -79,6 +79,8 @@ from posenc.testing import (
     t5_float32_boundaries,
 )
 
+pytestmark = pytest.mark.argument_check
+
 SECONDS_PER_CALL = 30
 
 

@@ -94,6 +94,7 @@ def test_learned_embedding_adds_its_rows_and_learns():
     )
 
 
+@pytest.mark.argument_check
 def test_learned_embedding_refuses_a_longer_sequence_naming_max_len():
     embedding = LearnedPositionalEmbedding(4, 8)
     with pytest.raises(ValueError, match="max_len=4"):

@@ -92,6 +92,7 @@ def test_the_full_centred_code_has_mean_zero_in_every_column(n_bits):
     assert np.array_equal(binary_code(2**n_bits, n_bits, centred=True).mean(axis=0), np.zeros(n_bits))
 
 
+@pytest.mark.argument_check
 def test_binary_code_needs_enough_bits_and_says_how_many():
     binary_code(8, 3)  # 0 .. 7 fit in three bits
     with pytest.raises(ValueError, match="n_bits must be at least 4"):
@@ -159,6 +160,7 @@ def test_dials_with_many_columns_underflow_to_zero_without_warnings():
 # --- Oversized requests -------------------------------------------------------------------------------------
 
 
+@pytest.mark.argument_check
 def test_the_size_limit_is_exactly_max_table_elements():
     check_table_size(2**10, MAX_TABLE_ELEMENTS // 2**10, "n_positions", "n_columns")
     with pytest.raises(ValueError, match="n_positions x n_columns"):

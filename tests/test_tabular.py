@@ -210,6 +210,7 @@ def test_float64_model_takes_float64_input():
     assert model(seeded_normal(2, N_FEATURES).double()).dtype == torch.float64
 
 
+@pytest.mark.argument_check
 def test_an_oversized_tokenizer_fails_before_allocating():
     tracemalloc.start()
     try:
