@@ -1,4 +1,4 @@
-"""posenc.chapters.add_or_concatenate: layer costs checked against real torch modules, the logit split, cosines."""
+"""posenc_book.add_or_concatenate: layer costs checked against real torch modules, the logit split, cosines."""
 
 import math
 
@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
-from posenc.chapters.add_or_concatenate import COMBINE_MODES, LogitTerms, layer_cost, logit_terms, mean_abs_cosine
+from posenc_book.add_or_concatenate import COMBINE_MODES, LogitTerms, layer_cost, logit_terms, mean_abs_cosine
 
 
 class ReferenceLayer(nn.Module):

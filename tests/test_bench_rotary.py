@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import posenc
-from posenc.bench import check_rotary_shape, format_rotary_report, positional_encodings_1d, run_rotary
+from posenc_book.bench import check_rotary_shape, format_rotary_report, positional_encodings_1d, run_rotary
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""Train short, test long (posenc.chapters.extrapolation and chapter 9).
+"""Train short, test long (posenc_book.extrapolation and chapter 9).
 
 Three groups: the Markov source (its floor is the loss of the chain itself, rows are distributions, the
 sampler draws from the chain, the order-blind entropy matches enumeration), the model and training loop
@@ -18,7 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import posenc
-from posenc.chapters.extrapolation import (
+from posenc.nn import RotaryEmbedding
+from posenc_book.extrapolation import (
     SCHEMES,
     TinyCausalLM,
     _evaluate,
@@ -31,7 +32,6 @@ from posenc.chapters.extrapolation import (
     shuffled_context_loss,
     train_and_evaluate,
 )
-from posenc.nn import RotaryEmbedding
 
 TINY = dict(train_len=8, eval_lens=(8, 16), steps=3, batch_size=4, d_model=8, n_heads=2, n_layers=1, eval_tokens=64)
 

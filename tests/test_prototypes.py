@@ -1,4 +1,4 @@
-"""The prototype position codes of posenc.chapters.prototypes: what each one is, and the weakness each one has."""
+"""The prototype position codes of posenc_book.prototypes: what each one is, and the weakness each one has."""
 
 import numpy as np
 import pytest
@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from posenc import MAX_TABLE_ELEMENTS
 from posenc._validation import check_table_size
-from posenc.chapters.prototypes import binary_code, dyadic_dials, normalised_count, raw_count
+from posenc_book.prototypes import binary_code, dyadic_dials, normalised_count, raw_count
 
 counts = st.integers(min_value=0, max_value=3000)
 lengths = st.integers(min_value=2, max_value=3000)

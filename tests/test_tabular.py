@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
 
-from posenc.chapters.tabular import FeatureTokenizer, TinyFTTransformer, permute_features, train_regression
 from posenc.nn import SinusoidalPositionalEncoding
+from posenc_book.tabular import FeatureTokenizer, TinyFTTransformer, permute_features, train_regression
 
 N_FEATURES = 5
 D_TOKEN = 8

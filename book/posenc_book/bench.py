@@ -1,9 +1,9 @@
 """Time posenc's sinusoidal tables and rotary rotations against the ways people compute them, and against memory.
 
-Run ``python -m posenc.bench`` (add ``--json`` for machine-readable output, ``--sizes 2048x512`` for other
-sizes, ``--section sinusoidal`` or ``--section rotary`` for one of the two sections). For each table size,
-every approach is called once to warm up and then timed with ``time.perf_counter`` several times; the median is
-reported, with its ratio to the write bound and to ``posenc``, the largest absolute error against a float64
+Run ``make bench`` or ``python -m posenc_book.bench`` (add ``--json`` for machine-readable output, ``--sizes
+2048x512`` for other sizes, ``--section sinusoidal`` or ``--section rotary`` for one of the two sections). For each
+table size, every approach is called once to warm up and then timed with ``time.perf_counter`` several times; the
+median is reported, with its ratio to the write bound and to ``posenc``, the largest absolute error against a float64
 reference of the same formula and layout, and the peak memory of one call. Progress goes to stderr.
 
 The approaches, all producing an ``(n_positions, d_model)`` table:
@@ -714,7 +714,7 @@ def format_rotary_report(rotary: dict) -> str:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m posenc.bench", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m posenc_book.bench", description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--sizes",
         type=parse_sizes,
