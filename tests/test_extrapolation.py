@@ -141,8 +141,6 @@ def test_order_blind_entropy_refuses_too_many_multisets():
     assert order_blind_entropy(chain, 2).shape == (2,)
     with pytest.raises(ValueError, match="MAX_BAG_STATES"):
         order_blind_entropy(chain, 7)
-    with pytest.raises(TypeError, match="MarkovChain"):
-        order_blind_entropy(chain.transitions, 2)
 
 
 class _ChainOracle(torch.nn.Module):
@@ -278,6 +276,23 @@ def test_learned_model_refuses_positions_it_has_no_vector_for():
     assert model(torch.zeros(1, 8, dtype=torch.long)).shape == (1, 8, 16)
     with pytest.raises(ValueError, match="max_len"):
         model(torch.zeros(1, 9, dtype=torch.long))
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: TinyCausalLM("alibi2"), "scheme must be one of"),  # would otherwise build the "none" model
+        (lambda: TinyCausalLM("t5", d_model=30, n_heads=4), "n_heads must divide d_model"),
+        (
+            lambda: TinyCausalLM("alibi")(torch.zeros(1, 4, dtype=torch.long), positions=torch.arange(4.0)),
+            "rotary scheme only",  # ALiBi would ignore the positions
+        ),
+    ],
+    ids=["unknown scheme", "heads", "positions without rotary"],
+)
+def test_mistakes_are_refused_with_a_message_naming_them(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
 
 
 # --- Training -----------------------------------------------------------------------------------------------
