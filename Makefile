@@ -13,8 +13,8 @@ export SOURCE_DATE_EPOCH
 
 venv: $(STAMP)
 
-# Re-install whenever requirements.txt or pyproject.toml changes.
-$(STAMP): requirements.txt pyproject.toml
+# Re-install whenever requirements.txt, pyproject.toml or book/pyproject.toml (the book's helpers) changes.
+$(STAMP): requirements.txt pyproject.toml book/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet -r requirements.txt
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (posenc)" > /dev/null
@@ -40,18 +40,19 @@ book: $(STAMP) $(KERNEL_CONFIG)
 
 # ruff (configured in pyproject.toml; notebooks/ruff.toml formats chapters to 80 columns).
 lint: $(STAMP)
-	$(BIN)/ruff check posenc tests notebooks book/draw_favicon.py
-	$(BIN)/ruff format --check posenc tests notebooks book/draw_favicon.py
+	$(BIN)/ruff check posenc book/posenc_book tests notebooks book/draw_favicon.py
+	$(BIN)/ruff format --check posenc book/posenc_book tests notebooks book/draw_favicon.py
 
 unit: $(STAMP)
-	$(BIN)/python -m pytest --doctest-modules posenc tests
+	$(BIN)/python -m pytest --doctest-modules posenc book/posenc_book tests
 
 notebooks: $(STAMP) $(KERNEL_CONFIG)
 	$(BIN)/python -m pytest --nbval-lax --nbval-current-env -p no:cacheprovider notebooks/
 
-# Time posenc.sinusoidal against the usual implementations (about two minutes; not part of `test`).
+# Time posenc.sinusoidal and posenc.nn.RotaryEmbedding against the usual implementations (about two minutes;
+# not part of `test`). The benchmark is one of the book's helpers, book/posenc_book/bench.py.
 bench: $(STAMP)
-	$(BIN)/python -m posenc.bench
+	$(BIN)/python -m posenc_book.bench
 
 # Redraw the site's icon, book/site_root/favicon.ico (committed; tests/test_favicon.py checks it matches).
 favicon: $(STAMP)

@@ -1,8 +1,8 @@
 """posenc: positional encodings for transformers, small enough to read in one sitting.
 
 The public surface, by scheme. NumPy reference functions are imported here, so ``import posenc`` needs
-NumPy only; the PyTorch modules live in :mod:`posenc.nn`, and the chapters' own helpers (prototype codes,
-plots, toy models) in :mod:`posenc.chapters`, which no model needs.
+NumPy only; the PyTorch modules live in :mod:`posenc.nn`, and the book's own helpers (prototype codes,
+plots, toy models, the benchmark) live with the book, in ``book/posenc_book``, outside this package.
 
 Sinusoidal (Vaswani et al., 2017), :mod:`posenc.sinusoid`
     :func:`frequencies`, :func:`sinusoidal`, :func:`translation_matrix`, :func:`layout_permutation`

@@ -56,7 +56,17 @@ LEVELS = {
 }
 
 RUNS = {
-    "unit tests and doctests": ["-m", "pytest", "--doctest-modules", "posenc", "tests", "-q", "-p", "no:cacheprovider"],
+    "unit tests and doctests": [
+        "-m",
+        "pytest",
+        "--doctest-modules",
+        "posenc",
+        "book/posenc_book",
+        "tests",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+    ],
     "chapters": ["-m", "pytest", "--nbval-lax", "--nbval-current-env", "-q", "-p", "no:cacheprovider", "notebooks/"],
 }
 

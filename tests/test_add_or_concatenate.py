@@ -1,4 +1,4 @@
-"""posenc.chapters.add_or_concatenate: layer costs checked against real torch modules, the logit split, cosines."""
+"""posenc_book.add_or_concatenate: layer costs checked against real torch modules, the logit split, cosines."""
 
 import math
 
@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
-from posenc.chapters.add_or_concatenate import COMBINE_MODES, LogitTerms, layer_cost, logit_terms, mean_abs_cosine
+from posenc_book.add_or_concatenate import COMBINE_MODES, LogitTerms, layer_cost, logit_terms, mean_abs_cosine
 
 
 class ReferenceLayer(nn.Module):
@@ -171,3 +171,26 @@ def test_mean_abs_cosine_of_random_gaussian_vectors_matches_the_exact_expectatio
         expected = math.exp(math.lgamma(d / 2) - math.lgamma((d + 1) / 2)) / math.sqrt(math.pi)
         measured = mean_abs_cosine(rng.normal(size=(400, d)), rng.normal(size=(400, d)))
         assert measured == pytest.approx(expected, rel=0.02)
+
+
+# --- What a reader may get wrong ----------------------------------------------------------------------------
+
+
+@pytest.mark.argument_check
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: layer_cost(64, combine="concat"), "combine must be one of"),
+        (lambda: layer_cost(64, d_position=16), "d_position must be 0 for combine='add'"),
+        (lambda: layer_cost(64, combine="concat_wide"), "d_position must be an int >= 1"),
+        (lambda: logit_terms(np.ones(4), np.ones(4), np.eye(4), np.eye(4)), "tokens must be a 2-D array"),
+        (lambda: logit_terms(np.ones((3, 4)), np.ones((2, 4)), np.eye(4), np.eye(4)), "shape of tokens"),
+        (lambda: logit_terms(np.ones((3, 4)), np.ones((3, 4)), np.eye(5), np.eye(5)), "w_query and w_key"),
+        (lambda: mean_abs_cosine(np.ones((2, 3)), np.ones((2, 4))), "same width"),
+        (lambda: mean_abs_cosine(np.ones((2, 3)), np.zeros((1, 3))), "rows_b must have no zero row"),
+    ],
+    ids=["unknown combine", "add with d_position", "concat without", "1-D", "n differs", "d differs", "widths", "zero"],
+)
+def test_mistakes_are_refused_with_a_message_naming_them(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()

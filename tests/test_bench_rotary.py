@@ -1,12 +1,15 @@
 """The benchmark's rotary section and its positional_encodings row, run at tiny sizes: every approach rotates the
-same numbers, the errors it reports are the errors the tests pin elsewhere, and its report names every row."""
+same numbers, the errors it reports are the errors the tests pin elsewhere, and its report names every row; and the
+one argument it checks itself, --sizes."""
+
+import argparse
 
 import numpy as np
 import pytest
 import torch
 
 import posenc
-from posenc.bench import check_rotary_shape, format_rotary_report, positional_encodings_1d, run_rotary
+from posenc_book.bench import format_rotary_report, parse_sizes, positional_encodings_1d, run_rotary
 
 
 @pytest.fixture(scope="module")
@@ -60,9 +63,8 @@ def test_positional_encodings_row_builds_the_papers_table():
 
 
 @pytest.mark.argument_check
-@pytest.mark.parametrize(
-    "shape, error", [((8,), ValueError), ((2, 7), ValueError), ("1x2", TypeError), ((2, 0, 4), ValueError)]
-)
-def test_bad_shapes_are_refused(shape, error):
-    with pytest.raises(error, match="shape"):
-        check_rotary_shape(shape)
+def test_sizes_on_the_command_line_are_pairs_with_an_even_width():
+    assert parse_sizes("2048x512,16X8") == [(2048, 512), (16, 8)]
+    for bad in ("16x7", "16", "0x8", "16x8x2"):
+        with pytest.raises(argparse.ArgumentTypeError, match="sizes must look like"):
+            parse_sizes(bad)

@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 from torch import nn
 
 from posenc import frequencies, sinusoidal, translation_matrix
-from posenc.chapters.prototypes import binary_code, dyadic_dials, normalised_count, raw_count
-from posenc.chapters.tabular import TinyFTTransformer, permute_features
 from posenc.nn import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
+from posenc_book.prototypes import binary_code, dyadic_dials, normalised_count, raw_count
+from posenc_book.tabular import TinyFTTransformer, permute_features
 
 
 def table64(positions, d_model, **kwargs):

@@ -1,4 +1,4 @@
-"""Train short, test long (posenc.chapters.extrapolation and chapter 9).
+"""Train short, test long (posenc_book.extrapolation and chapter 9).
 
 Three groups: the Markov source (its floor is the loss of the chain itself, rows are distributions, the
 sampler draws from the chain, the order-blind entropy matches enumeration), the model and training loop
@@ -18,7 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import posenc
-from posenc.chapters.extrapolation import (
+from posenc.nn import RotaryEmbedding
+from posenc_book.extrapolation import (
     SCHEMES,
     TinyCausalLM,
     _evaluate,
@@ -31,7 +32,6 @@ from posenc.chapters.extrapolation import (
     shuffled_context_loss,
     train_and_evaluate,
 )
-from posenc.nn import RotaryEmbedding
 
 TINY = dict(train_len=8, eval_lens=(8, 16), steps=3, batch_size=4, d_model=8, n_heads=2, n_layers=1, eval_tokens=64)
 
@@ -142,8 +142,6 @@ def test_order_blind_entropy_refuses_too_many_multisets():
     assert order_blind_entropy(chain, 2).shape == (2,)
     with pytest.raises(ValueError, match="MAX_BAG_STATES"):
         order_blind_entropy(chain, 7)
-    with pytest.raises(TypeError, match="MarkovChain"):
-        order_blind_entropy(chain.transitions, 2)
 
 
 class _ChainOracle(torch.nn.Module):
@@ -280,6 +278,24 @@ def test_learned_model_refuses_positions_it_has_no_vector_for():
     assert model(torch.zeros(1, 8, dtype=torch.long)).shape == (1, 8, 16)
     with pytest.raises(ValueError, match="max_len"):
         model(torch.zeros(1, 9, dtype=torch.long))
+
+
+@pytest.mark.argument_check
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: TinyCausalLM("alibi2"), "scheme must be one of"),  # would otherwise build the "none" model
+        (lambda: TinyCausalLM("t5", d_model=30, n_heads=4), "n_heads must divide d_model"),
+        (
+            lambda: TinyCausalLM("alibi")(torch.zeros(1, 4, dtype=torch.long), positions=torch.arange(4.0)),
+            "rotary scheme only",  # ALiBi would ignore the positions
+        ),
+    ],
+    ids=["unknown scheme", "heads", "positions without rotary"],
+)
+def test_mistakes_are_refused_with_a_message_naming_them(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
 
 
 # --- Training -----------------------------------------------------------------------------------------------

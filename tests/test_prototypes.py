@@ -1,13 +1,11 @@
-"""The prototype position codes of posenc.chapters.prototypes: what each one is, and the weakness each one has."""
+"""The prototype position codes of posenc_book.prototypes: what each one is, and the weakness each one has."""
 
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from posenc import MAX_TABLE_ELEMENTS
-from posenc._validation import check_table_size
-from posenc.chapters.prototypes import binary_code, dyadic_dials, normalised_count, raw_count
+from posenc_book.prototypes import binary_code, dyadic_dials, normalised_count, raw_count
 
 counts = st.integers(min_value=0, max_value=3000)
 lengths = st.integers(min_value=2, max_value=3000)
@@ -157,14 +155,11 @@ def test_dials_with_many_columns_underflow_to_zero_without_warnings():
     np.testing.assert_array_equal(dials[:, 1100:], 0.0)
 
 
-# --- Oversized requests -------------------------------------------------------------------------------------
+# --- The one refused input ------------------------------------------------------------------------------------
 
 
 @pytest.mark.argument_check
-def test_the_size_limit_is_exactly_max_table_elements():
-    check_table_size(2**10, MAX_TABLE_ELEMENTS // 2**10, "n_positions", "n_columns")
-    with pytest.raises(ValueError, match="n_positions x n_columns"):
-        check_table_size(2**10 + 1, MAX_TABLE_ELEMENTS // 2**10, "n_positions", "n_columns")
-    assert normalised_count(2).shape == (2, 1)
-    with pytest.raises(ValueError, match="n_positions must be an int <= "):
-        normalised_count(MAX_TABLE_ELEMENTS + 1)
+def test_normalised_count_needs_two_positions_to_divide_by_the_last_index():
+    assert normalised_count(2).tolist() == [[0.0], [1.0]]
+    with pytest.raises(ValueError, match="n_positions must be at least 2"):
+        normalised_count(1)  # 0 / 0

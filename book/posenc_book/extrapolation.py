@@ -25,15 +25,12 @@ global random state and thread count as it found them: equal arguments give equa
 from __future__ import annotations
 
 import math
-import numbers
-from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
 import torch
 from torch import nn
 
-from posenc._validation import MAX_TABLE_ELEMENTS, check_int_in
 from posenc.nn import (
     ALiBiBias,
     LearnedPositionalEmbedding,
@@ -64,33 +61,6 @@ SCHEMES = ("sinusoidal", "learned", "rotary", "t5", "alibi", "none")
 N_SYMBOLS = 16
 """Alphabet of the chain :func:`train_and_evaluate` and :func:`position_interpolation` train on."""
 
-MAX_SYMBOLS = 32
-"""Largest alphabet :func:`markov_chain` builds: its stationary distribution solves an ``n**2``-square system."""
-
-MAX_VOCAB = 4096
-"""Largest vocabulary :class:`TinyCausalLM` accepts."""
-
-MAX_LENGTH = 4096
-"""Longest sequence any function here accepts, for training or evaluation."""
-
-MAX_STEPS = 100_000
-"""Most optimiser updates a training call accepts: a book-sized loop, not a training run."""
-
-MAX_D_MODEL = 1024
-"""Widest :class:`TinyCausalLM`."""
-
-MAX_HEADS = 64
-"""Most attention heads per layer."""
-
-MAX_LAYERS = 16
-"""Most blocks."""
-
-MAX_BATCH = 4096
-"""Most sequences per training step, and per call of :func:`sample_sequences`."""
-
-MAX_EVAL_TOKENS = 2**22
-"""Most scored symbols per evaluation length."""
-
 T5_NUM_BUCKETS = 32
 """Buckets of the ``"t5"`` scheme's bias (T5's default)."""
 
@@ -101,89 +71,10 @@ _MLP_RATIO = 4
 _ATTENTION_CHUNK = 2**22
 """Most attention logits (sequences x heads x length**2) one evaluation batch holds."""
 
+_MAX_EVAL_SEQUENCES = 4096
+"""Most sequences one evaluation length draws (:func:`_eval_sequences`)."""
+
 _GRAD_CLIP = 1.0
-
-
-# --- Argument checks -----------------------------------------------------------------------------------------
-
-
-def _check_real(value, name: str, minimum: float, maximum: float) -> float:
-    accepted = f"a real number in [{minimum:g}, {maximum:g}]"
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be {accepted}, got {type(value).__name__} {value!r}")
-    value = float(value)
-    if not (math.isfinite(value) and minimum <= value <= maximum):
-        raise ValueError(f"{name} must be {accepted}, got {value}")
-    return value
-
-
-def _check_lr(value, name: str) -> float:
-    accepted = "a real number in (0, 1]"
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be {accepted}, got {type(value).__name__} {value!r}")
-    value = float(value)
-    if not (math.isfinite(value) and 0.0 < value <= 1.0):
-        raise ValueError(f"{name} must be {accepted}, got {value}")
-    return value
-
-
-def _check_seed(seed, name: str = "seed") -> int:
-    return check_int_in(seed, name, minimum=0, maximum=2**63 - 1)
-
-
-def _check_concentration(concentration) -> float:
-    return _check_real(concentration, "concentration", 0.01, 100.0)
-
-
-def _check_scheme(scheme) -> str:
-    if not isinstance(scheme, str):
-        raise TypeError(f"scheme must be one of {SCHEMES}, got {type(scheme).__name__} {scheme!r}")
-    if scheme not in SCHEMES:
-        raise ValueError(f"scheme must be one of {SCHEMES}, got {scheme!r}")
-    return scheme
-
-
-def _check_eval_lens(eval_lens) -> tuple[int, ...]:
-    accepted = f"a non-empty sequence of at most 64 distinct ints in [2, {MAX_LENGTH}]"
-    if isinstance(eval_lens, (str, bytes)) or not isinstance(eval_lens, Sequence):
-        raise TypeError(f"eval_lens must be {accepted}, got {type(eval_lens).__name__} {eval_lens!r}")
-    if not 1 <= len(eval_lens) <= 64:
-        raise ValueError(f"eval_lens must be {accepted}, got {len(eval_lens)} entries")
-    lengths = []
-    for length in eval_lens:
-        if isinstance(length, (bool, np.bool_)) or not isinstance(length, numbers.Integral):
-            raise TypeError(f"eval_lens must be {accepted}, got an entry {type(length).__name__} {length!r}")
-        if not 2 <= int(length) <= MAX_LENGTH:
-            raise ValueError(f"eval_lens must be {accepted}, got an entry {int(length)}")
-        lengths.append(int(length))
-    if len(set(lengths)) != len(lengths):
-        raise ValueError(f"eval_lens must be {accepted}, got repeated entries in {lengths}")
-    return tuple(lengths)
-
-
-def _check_architecture(scheme: str, d_model, n_heads, n_layers) -> tuple[int, int, int]:
-    d_model = check_int_in(d_model, "d_model", minimum=1, maximum=MAX_D_MODEL)
-    n_heads = check_int_in(n_heads, "n_heads", minimum=1, maximum=MAX_HEADS)
-    n_layers = check_int_in(n_layers, "n_layers", minimum=1, maximum=MAX_LAYERS)
-    if d_model % n_heads:
-        raise ValueError(f"n_heads must divide d_model, got n_heads={n_heads} and d_model={d_model}")
-    if scheme == "rotary" and (d_model // n_heads) % 2:
-        raise ValueError(
-            f"d_model // n_heads (the head width) must be even for the rotary scheme, got d_model={d_model} "
-            f"and n_heads={n_heads}"
-        )
-    if scheme == "sinusoidal" and d_model % 2:
-        raise ValueError(f"d_model must be even for the sinusoidal scheme, got {d_model}")
-    return d_model, n_heads, n_layers
-
-
-def _check_attention_size(n_sequences: int, n_heads: int, length: int, what: str) -> None:
-    """Refuse a batch whose attention logits (per layer) would exceed MAX_TABLE_ELEMENTS."""
-    if n_sequences * n_heads * length * length > MAX_TABLE_ELEMENTS:
-        raise ValueError(
-            f"{what}: {n_sequences} sequence(s) x n_heads={n_heads} x length {length}**2 attention logits exceed "
-            f"the limit of {MAX_TABLE_ELEMENTS}: ask for fewer heads or a shorter length"
-        )
 
 
 class _OneThread:
@@ -240,12 +131,13 @@ def markov_chain(seed, *, n_symbols=16, concentration=0.05) -> MarkovChain:
     Parameters
     ----------
     seed : int
-        Seed of the transition table; an int in ``[0, 2**63 - 1]``.
+        Seed of the transition table.
     n_symbols : int, default 16
-        Alphabet size :math:`n`; from 2 to :data:`MAX_SYMBOLS` (32).
+        Alphabet size :math:`n`, at least 2. The stationary distribution solves an :math:`n^2`-square
+        linear system.
     concentration : float, default 0.05
-        Parameter :math:`\alpha` of the symmetric Dirichlet each row is drawn from, in ``[0.01, 100]``. A
-        small value gives peaked rows: a low entropy rate and a source a tiny model learns quickly.
+        Parameter :math:`\alpha > 0` of the symmetric Dirichlet each row is drawn from. A small value gives
+        peaked rows: a low entropy rate and a source a tiny model learns quickly.
 
     Returns
     -------
@@ -281,10 +173,8 @@ def markov_chain(seed, *, n_symbols=16, concentration=0.05) -> MarkovChain:
     >>> bool(chain.entropy_rate <= chain.order1_entropy <= chain.marginal_entropy <= np.log(4))
     True
     """
-    seed = _check_seed(seed)
-    n = check_int_in(n_symbols, "n_symbols", minimum=2, maximum=MAX_SYMBOLS)
-    alpha = _check_concentration(concentration)
-    transitions = np.random.default_rng(seed).dirichlet(np.full(n, alpha), size=(n, n))
+    n = n_symbols
+    transitions = np.random.default_rng(seed).dirichlet(np.full(n, concentration), size=(n, n))
     transitions = np.maximum(transitions, 1e-12)
     transitions /= transitions.sum(axis=-1, keepdims=True)
 
@@ -330,11 +220,11 @@ def sample_sequences(chain, n_sequences, length, *, seed) -> np.ndarray:
     chain : MarkovChain
         From :func:`markov_chain`.
     n_sequences : int
-        Number of sequences; from 1 to :data:`MAX_BATCH` (4096).
+        Number of sequences.
     length : int
-        Symbols per sequence; from 1 to :data:`MAX_LENGTH` (4096).
+        Symbols per sequence.
     seed : int
-        Seed of the draw; an int in ``[0, 2**63 - 1]``.
+        Seed of the draw.
 
     Returns
     -------
@@ -348,16 +238,12 @@ def sample_sequences(chain, n_sequences, length, *, seed) -> np.ndarray:
     >>> x.shape, x.dtype.name, bool(np.array_equal(x, sample_sequences(chain, 3, 10, seed=1)))
     ((3, 10), 'int64', True)
     """
-    if not isinstance(chain, MarkovChain):
-        raise TypeError(f"chain must be a MarkovChain from markov_chain(), got {type(chain).__name__}")
-    n_sequences = check_int_in(n_sequences, "n_sequences", minimum=1, maximum=MAX_BATCH)
-    length = check_int_in(length, "length", minimum=1, maximum=MAX_LENGTH)
-    seed = _check_seed(seed)
     return _sample(chain, n_sequences, length, np.random.default_rng(seed))
 
 
 MAX_BAG_STATES = 2**24
-"""Most (multiset, previous symbol, current symbol) probabilities :func:`order_blind_entropy` holds."""
+"""Most (multiset, previous symbol, current symbol) probabilities :func:`order_blind_entropy` holds: the number
+grows combinatorially with ``positions``, and a few positions more than the chapter's would exhaust memory."""
 
 
 def order_blind_entropy(chain, positions) -> np.ndarray:
@@ -406,10 +292,7 @@ def order_blind_entropy(chain, positions) -> np.ndarray:
     >>> bool(np.all(h <= chain.order1_entropy + 1e-12))
     True
     """
-    if not isinstance(chain, MarkovChain):
-        raise TypeError(f"chain must be a MarkovChain from markov_chain(), got {type(chain).__name__}")
     n = chain.transitions.shape[0]
-    positions = check_int_in(positions, "positions", minimum=1, maximum=MAX_LENGTH)
     states = math.comb(positions + n - 1, n - 1) * n * n
     if states > MAX_BAG_STATES:
         raise ValueError(
@@ -491,17 +374,17 @@ class TinyCausalLM(nn.Module):
         2022). ``"none"``: no positional encoding; the causal mask is the only source of order (with two or
         more layers it is one: see :func:`shuffled_context_loss`).
     vocab_size : int, default 16
-        Number of symbols; from 2 to :data:`MAX_VOCAB`.
+        Number of symbols.
     d_model : int, default 32
-        Width; from 1 to :data:`MAX_D_MODEL`, divisible by ``n_heads``; even for ``"sinusoidal"``; with an
-        even head width ``d_model // n_heads`` for ``"rotary"``.
+        Width; divisible by ``n_heads``; even for ``"sinusoidal"``; with an even head width
+        ``d_model // n_heads`` for ``"rotary"``.
     n_heads : int, default 4
-        Attention heads per layer; from 1 to :data:`MAX_HEADS`.
+        Attention heads per layer.
     n_layers : int, default 2
-        Number of blocks; from 1 to :data:`MAX_LAYERS`.
+        Number of blocks.
     max_len : int, default 32
         Rows of the learned table: ``"learned"`` refuses longer inputs. The other schemes accept any length
-        up to :data:`MAX_LENGTH` (``max_len`` only sizes the sinusoidal cache).
+        (``max_len`` only sizes the sinusoidal cache).
 
     Notes
     -----
@@ -536,10 +419,12 @@ class TinyCausalLM(nn.Module):
 
     def __init__(self, scheme, *, vocab_size=16, d_model=32, n_heads=4, n_layers=2, max_len=32):
         super().__init__()
-        self.scheme = _check_scheme(scheme)
-        self.vocab_size = check_int_in(vocab_size, "vocab_size", minimum=2, maximum=MAX_VOCAB)
-        self.d_model, self.n_heads, self.n_layers = _check_architecture(scheme, d_model, n_heads, n_layers)
-        self.max_len = check_int_in(max_len, "max_len", minimum=1, maximum=MAX_LENGTH)
+        if scheme not in SCHEMES:  # any other name would silently build the "none" model
+            raise ValueError(f"scheme must be one of {SCHEMES}, got {scheme!r}")
+        if d_model % n_heads:
+            raise ValueError(f"n_heads must divide d_model, got n_heads={n_heads} and d_model={d_model}")
+        self.scheme, self.vocab_size, self.max_len = scheme, vocab_size, max_len
+        self.d_model, self.n_heads, self.n_layers = d_model, n_heads, n_layers
         self.embed = nn.Embedding(self.vocab_size, self.d_model)
         self.absolute = None
         self.rotary = None
@@ -561,30 +446,9 @@ class TinyCausalLM(nn.Module):
         self.head = nn.Linear(self.d_model, self.vocab_size)
 
     def forward(self, tokens: torch.Tensor, *, positions=None) -> torch.Tensor:
-        if not isinstance(tokens, torch.Tensor):
-            raise TypeError(f"tokens must be an int64 torch.Tensor of shape (batch, seq), got {type(tokens).__name__}")
-        if tokens.dtype != torch.long:
-            raise TypeError(f"tokens must be an int64 tensor of symbols, got dtype {tokens.dtype}")
-        if tokens.ndim != 2 or tokens.shape[0] < 1 or not 1 <= tokens.shape[1] <= MAX_LENGTH:
-            raise ValueError(
-                f"tokens must have shape (batch >= 1, seq in [1, {MAX_LENGTH}]), got {tuple(tokens.shape)}"
-            )
-        batch, seq = tokens.shape
-        if self.scheme == "learned" and seq > self.max_len:
-            raise ValueError(f"tokens has {seq} positions but the learned table has max_len={self.max_len} rows")
-        _check_attention_size(batch, self.n_heads, seq, "tokens")
-        if int(tokens.min()) < 0 or int(tokens.max()) >= self.vocab_size:
-            raise ValueError(f"tokens must hold symbols in [0, vocab_size={self.vocab_size}), got another value")
-        if positions is not None:
-            if self.scheme != "rotary":
-                raise ValueError(f"positions is used by the rotary scheme only, not {self.scheme!r}: pass None")
-            if not isinstance(positions, torch.Tensor) or not positions.is_floating_point():
-                kind = f"dtype {positions.dtype}" if isinstance(positions, torch.Tensor) else type(positions).__name__
-                raise TypeError(f"positions must be a floating-point torch.Tensor of shape ({seq},), got {kind}")
-            if positions.shape != (seq,) or not bool(torch.isfinite(positions).all()):
-                raise ValueError(
-                    f"positions must be a finite tensor of shape ({seq},), got shape {tuple(positions.shape)}"
-                )
+        # A longer input than a "learned" table has rows is refused by posenc.nn.LearnedPositionalEmbedding.
+        if positions is not None and self.scheme != "rotary":  # the other schemes would ignore them
+            raise ValueError(f"positions is used by the rotary scheme only, not {self.scheme!r}: pass None")
         return self._logits(tokens, positions)
 
     def _bias(self, seq: int, dtype: torch.dtype, window=None):
@@ -671,7 +535,7 @@ def _evaluate(model, sequences: np.ndarray, positions=None, window=None) -> floa
 
 def _eval_sequences(chain, source_seed: int, length: int, eval_tokens: int) -> np.ndarray:
     """About ``eval_tokens`` scored symbols at context ``length``; the same for every scheme and model seed."""
-    n = max(1, min(MAX_BATCH, eval_tokens // (length - 1)))
+    n = max(1, min(_MAX_EVAL_SEQUENCES, eval_tokens // (length - 1)))
     return _sample(chain, n, length + 1, np.random.default_rng([source_seed, 1, length]))
 
 
@@ -689,23 +553,6 @@ def _build_and_train(scheme, seed, chain, *, train_len, steps, batch_size, d_mod
     rng = np.random.default_rng([seed, 2])
     train_loss = _train(model, chain, steps=steps, batch_size=batch_size, length=train_len, lr=lr, rng=rng)
     return model, train_loss
-
-
-def _check_training(
-    scheme, seed, source_seed, concentration, train_len, steps, batch_size, d_model, n_heads, n_layers, lr, eval_tokens
-):
-    """The checks :func:`train_and_evaluate` and :func:`position_interpolation` share."""
-    seed = _check_seed(seed)
-    source_seed = _check_seed(source_seed, "source_seed")
-    concentration = _check_concentration(concentration)
-    train_len = check_int_in(train_len, "train_len", minimum=2, maximum=MAX_LENGTH)
-    steps = check_int_in(steps, "steps", minimum=1, maximum=MAX_STEPS)
-    batch_size = check_int_in(batch_size, "batch_size", minimum=1, maximum=MAX_BATCH)
-    d_model, n_heads, n_layers = _check_architecture(scheme, d_model, n_heads, n_layers)
-    lr = _check_lr(lr, "lr")
-    eval_tokens = check_int_in(eval_tokens, "eval_tokens", minimum=1, maximum=MAX_EVAL_TOKENS)
-    _check_attention_size(batch_size, n_heads, train_len, "batch_size x n_heads x train_len**2")
-    return seed, source_seed, concentration, train_len, steps, batch_size, d_model, n_heads, n_layers, lr, eval_tokens
 
 
 class ExtrapolationResult(NamedTuple):
@@ -764,30 +611,27 @@ def train_and_evaluate(
     scheme : {"sinusoidal", "learned", "rotary", "t5", "alibi", "none"}
         The positional scheme (see :class:`TinyCausalLM`).
     seed : int
-        Seeds the model's initial weights and its training sequences; an int in ``[0, 2**63 - 1]``.
+        Seeds the model's initial weights and its training sequences.
     source_seed : int, default 0
         Seeds the chain (:func:`markov_chain` with :data:`N_SYMBOLS` symbols) and the evaluation
         sequences, which are therefore the same for every scheme and every ``seed``.
     concentration : float, default 0.05
         As in :func:`markov_chain`.
     train_len : int, default 32
-        Context length of the training sequences; from 2 to :data:`MAX_LENGTH`.
+        Context length of the training sequences, at least 2.
     eval_lens : sequence of int, default (32, 64, 128, 256)
-        Context lengths to score; distinct, each from 2 to :data:`MAX_LENGTH`.
+        Context lengths to score, each at least 2.
     steps : int, default 150
-        Adam updates, each on ``batch_size`` fresh sequences; from 1 to :data:`MAX_STEPS`.
+        Adam updates, each on ``batch_size`` fresh sequences.
     batch_size : int, default 16
-        From 1 to :data:`MAX_BATCH`; ``batch_size * n_heads * train_len**2`` must not exceed
-        ``posenc.MAX_TABLE_ELEMENTS``.
+        Sequences per update.
     d_model, n_heads, n_layers : int, default 32, 4, 2
-        As in :class:`TinyCausalLM`; ``n_heads * max(eval_lens)**2`` must not exceed
-        ``posenc.MAX_TABLE_ELEMENTS``.
+        As in :class:`TinyCausalLM`.
     lr : float, default 1e-2
-        Peak learning rate, in ``(0, 1]``; it decays to 0 along a half cosine. Gradients are clipped to
-        norm 1.
+        Peak learning rate; it decays to 0 along a half cosine. Gradients are clipped to norm 1. A rate so
+        large that the loss stops being finite raises a ``ValueError``.
     eval_tokens : int, default 4096
-        Scored symbols per evaluation length (whole sequences, at least one); from 1 to
-        :data:`MAX_EVAL_TOKENS`.
+        Scored symbols per evaluation length (whole sequences, at least one, at most 4096 of them).
 
     Returns
     -------
@@ -799,8 +643,8 @@ def train_and_evaluate(
     -----
     A model of context length :math:`L` reads :math:`x_0 \dots x_{L-1}` and predicts :math:`x_1 \dots x_L`;
     the loss averages the predictions of :math:`x_2 \dots x_L`, each of which has two predecessors, so its
-    floor is exactly the chain's entropy rate (:func:`markov_chain`). Every argument is checked before
-    anything is trained.
+    floor is exactly the chain's entropy rate (:func:`markov_chain`). An unknown ``scheme``, or ``n_heads``
+    that does not divide ``d_model``, is refused before anything is trained.
 
     References
     ----------
@@ -813,26 +657,6 @@ def train_and_evaluate(
     >>> sorted(result.losses), result.not_evaluated
     ([8], (16,))
     """
-    scheme = _check_scheme(scheme)
-    checked = _check_training(
-        scheme,
-        seed,
-        source_seed,
-        concentration,
-        train_len,
-        steps,
-        batch_size,
-        d_model,
-        n_heads,
-        n_layers,
-        lr,
-        eval_tokens,
-    )
-    seed, source_seed, concentration, train_len, steps, batch_size, d_model, n_heads, n_layers, lr, eval_tokens = (
-        checked
-    )
-    eval_lens = _check_eval_lens(eval_lens)
-    _check_attention_size(1, n_heads, max(eval_lens), "n_heads x max(eval_lens)**2")
     with _OneThread():
         chain = markov_chain(source_seed, n_symbols=N_SYMBOLS, concentration=concentration)
         model, train_loss = _build_and_train(
@@ -867,12 +691,6 @@ def train_and_evaluate(
     )
 
 
-def _check_model(model) -> TinyCausalLM:
-    if not isinstance(model, TinyCausalLM):
-        raise TypeError(f"model must be a TinyCausalLM (for example result.model), got {type(model).__name__}")
-    return model
-
-
 def evaluate(model, length, *, source_seed=0, concentration=0.05, window=None, eval_tokens=4096) -> float:
     r"""Score a trained model again at one context length, optionally seeing only its most recent keys.
 
@@ -881,13 +699,13 @@ def evaluate(model, length, *, source_seed=0, concentration=0.05, window=None, e
     model : TinyCausalLM
         A trained model, for example ``result.model`` from :func:`train_and_evaluate`.
     length : int
-        Context length, from 2 to :data:`MAX_LENGTH` (at most ``model.max_len`` for ``"learned"``).
+        Context length, at least 2 (at most ``model.max_len`` for ``"learned"``).
     source_seed : int, default 0
         The chain and evaluation sequences, as in :func:`train_and_evaluate`.
     concentration : float, default 0.05
         As in :func:`markov_chain`.
     window : int or None, default None
-        If an int from 1 to :data:`MAX_LENGTH`, every attention head of every layer is masked to the keys
+        If a positive int, every attention head of every layer is masked to the keys
         fewer than ``window`` positions before its query (the query itself included): a sliding window.
         None keeps the causal mask alone.
     eval_tokens : int, default 4096
@@ -912,16 +730,6 @@ def evaluate(model, length, *, source_seed=0, concentration=0.05, window=None, e
     >>> evaluate(r.model, 16) == r.losses[16]
     True
     """
-    model = _check_model(model)
-    length = check_int_in(length, "length", minimum=2, maximum=MAX_LENGTH)
-    if model.scheme == "learned" and length > model.max_len:
-        raise ValueError(f"length={length} exceeds the learned table's max_len={model.max_len}")
-    source_seed = _check_seed(source_seed, "source_seed")
-    concentration = _check_concentration(concentration)
-    if window is not None:
-        window = check_int_in(window, "window", minimum=1, maximum=MAX_LENGTH)
-    eval_tokens = check_int_in(eval_tokens, "eval_tokens", minimum=1, maximum=MAX_EVAL_TOKENS)
-    _check_attention_size(1, model.n_heads, length, "n_heads x length**2")
     with _OneThread():
         chain = markov_chain(source_seed, n_symbols=model.vocab_size, concentration=concentration)
         model.eval()
@@ -957,14 +765,14 @@ def shuffled_context_loss(
     model : TinyCausalLM
         A trained model, for example ``result.model`` from :func:`train_and_evaluate`.
     length : int
-        Symbols read, from 3 to :data:`MAX_LENGTH` (at most ``model.max_len`` for ``"learned"``): the
-        model predicts symbol ``length`` from symbols ``0 ... length - 1``.
+        Symbols read, at least 3 (at most ``model.max_len`` for ``"learned"``): the model predicts symbol
+        ``length`` from symbols ``0 ... length - 1``.
     source_seed : int, default 0
         The chain, as in :func:`train_and_evaluate`.
     concentration : float, default 0.05
         As in :func:`markov_chain`.
     n_sequences : int, default 2048
-        Sequences, hence predictions, from 1 to :data:`MAX_BATCH`. With 2048, the gap between the two
+        Sequences, hence predictions. With 2048, the gap between the two
         losses of a trained model of the chapter moves by 0.01 to 0.02 nats from one ``seed`` to another.
     seed : int, default 0
         Seeds the sequences (drawn apart from the evaluation sequences of :func:`evaluate`) and the
@@ -990,15 +798,6 @@ def shuffled_context_loss(
     >>> s.n_sequences, s.length, s.in_order > 0 and s.shuffled > 0
     (16, 8, True)
     """
-    model = _check_model(model)
-    length = check_int_in(length, "length", minimum=3, maximum=MAX_LENGTH)
-    if model.scheme == "learned" and length > model.max_len:
-        raise ValueError(f"length={length} exceeds the learned table's max_len={model.max_len}")
-    source_seed = _check_seed(source_seed, "source_seed")
-    concentration = _check_concentration(concentration)
-    n_sequences = check_int_in(n_sequences, "n_sequences", minimum=1, maximum=MAX_BATCH)
-    seed = _check_seed(seed)
-    _check_attention_size(n_sequences, model.n_heads, length, "n_sequences x n_heads x length**2")
     rng = np.random.default_rng([source_seed, 4, length, seed])
     with _OneThread():
         chain = markov_chain(source_seed, n_symbols=model.vocab_size, concentration=concentration)
@@ -1079,13 +878,12 @@ def position_interpolation(
     seed, source_seed, concentration, train_len, steps, batch_size, d_model, n_heads, n_layers, lr, eval_tokens
         As in :func:`train_and_evaluate` with ``scheme="rotary"``: equal arguments train the same model.
     factor : int, default 4
-        Ratio of the longer length to ``train_len``; from 2 to 64, with ``factor * train_len`` at most
-        :data:`MAX_LENGTH`.
+        Ratio of the longer length to ``train_len``, at least 2.
     finetune_steps : int, default 30
-        Adam updates at the longer length for each fine-tuned copy; from 1 to :data:`MAX_STEPS`. Each update
-        uses ``max(1, batch_size // factor)`` sequences, about as many symbols as a training update.
+        Adam updates at the longer length for each fine-tuned copy. Each update uses
+        ``max(1, batch_size // factor)`` sequences, about as many symbols as a training update.
     finetune_lr : float, default 3e-3
-        Peak learning rate of fine-tuning (half-cosine decay to 0), in ``(0, 1]``.
+        Peak learning rate of fine-tuning (half-cosine decay to 0).
 
     Returns
     -------
@@ -1112,31 +910,8 @@ def position_interpolation(
     >>> r.eval_len, r.factor
     (16, 2)
     """
-    checked = _check_training(
-        "rotary",
-        seed,
-        source_seed,
-        concentration,
-        train_len,
-        steps,
-        batch_size,
-        d_model,
-        n_heads,
-        n_layers,
-        lr,
-        eval_tokens,
-    )
-    seed, source_seed, concentration, train_len, steps, batch_size, d_model, n_heads, n_layers, lr, eval_tokens = (
-        checked
-    )
-    factor = check_int_in(factor, "factor", minimum=2, maximum=64)
-    if factor * train_len > MAX_LENGTH:
-        raise ValueError(f"factor x train_len must be <= {MAX_LENGTH}, got factor={factor}, train_len={train_len}")
-    finetune_steps = check_int_in(finetune_steps, "finetune_steps", minimum=1, maximum=MAX_STEPS)
-    finetune_lr = _check_lr(finetune_lr, "finetune_lr")
     eval_len = factor * train_len
     finetune_batch = max(1, batch_size // factor)
-    _check_attention_size(finetune_batch, n_heads, eval_len, "fine-tuning at factor x train_len")
 
     with _OneThread():
         chain = markov_chain(source_seed, n_symbols=N_SYMBOLS, concentration=concentration)

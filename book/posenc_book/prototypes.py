@@ -13,20 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from posenc._validation import MAX_TABLE_ELEMENTS, check_count, check_table_size
-
 __all__ = ["raw_count", "normalised_count", "binary_code", "dyadic_dials"]
-
-# The largest bit any code needs: n_positions <= MAX_TABLE_ELEMENTS = 2**28, so every bit from here on is 0.
-_HIGHEST_USED_BIT = MAX_TABLE_ELEMENTS.bit_length()
-
-
-def _check_n_positions(n_positions, *, minimum: int) -> int:
-    """Return ``n_positions`` as an int in ``[minimum, MAX_TABLE_ELEMENTS]`` (a one-column table)."""
-    n_positions = check_count(n_positions, "n_positions", minimum=minimum)
-    if n_positions > MAX_TABLE_ELEMENTS:
-        raise ValueError(f"n_positions must be an int <= {MAX_TABLE_ELEMENTS}, got {n_positions}")
-    return n_positions
 
 
 def raw_count(n_positions):
@@ -35,19 +22,12 @@ def raw_count(n_positions):
     Parameters
     ----------
     n_positions : int
-        Number of positions, ``0 <= n_positions <= posenc.MAX_TABLE_ELEMENTS``.
+        Number of positions, at least 0.
 
     Returns
     -------
     table : (n_positions, 1) ndarray of float64
         ``table[i, 0] = i``.
-
-    Raises
-    ------
-    TypeError
-        If ``n_positions`` is not an int (a bool is refused).
-    ValueError
-        If ``n_positions`` is negative or larger than ``posenc.MAX_TABLE_ELEMENTS``.
 
     Notes
     -----
@@ -67,7 +47,6 @@ def raw_count(n_positions):
     >>> raw_count(4).ravel()
     array([0., 1., 2., 3.])
     """
-    n_positions = _check_n_positions(n_positions, minimum=0)
     return np.arange(n_positions, dtype=np.float64)[:, None]
 
 
@@ -77,8 +56,7 @@ def normalised_count(n_positions):
     Parameters
     ----------
     n_positions : int
-        Number of positions, ``2 <= n_positions <= posenc.MAX_TABLE_ELEMENTS`` (one position has no last
-        index to divide by).
+        Number of positions, at least 2 (one position has no last index to divide by).
 
     Returns
     -------
@@ -87,10 +65,8 @@ def normalised_count(n_positions):
 
     Raises
     ------
-    TypeError
-        If ``n_positions`` is not an int (a bool is refused).
     ValueError
-        If ``n_positions < 2`` or ``n_positions > posenc.MAX_TABLE_ELEMENTS``.
+        If ``n_positions < 2``.
 
     Notes
     -----
@@ -110,7 +86,8 @@ def normalised_count(n_positions):
     >>> float(normalised_count(3)[1, 0]), float(normalised_count(9)[1, 0])  # position 1 at two lengths
     (0.5, 0.125)
     """
-    n_positions = _check_n_positions(n_positions, minimum=2)
+    if n_positions < 2:
+        raise ValueError(f"n_positions must be at least 2 (the last index divides), got {n_positions}")
     return (np.arange(n_positions, dtype=np.float64) / (n_positions - 1))[:, None]
 
 
@@ -134,12 +111,8 @@ def binary_code(n_positions, n_bits, *, centred=False):
 
     Raises
     ------
-    TypeError
-        If ``n_positions`` or ``n_bits`` is not an int, or ``centred`` is not a bool.
     ValueError
-        If ``n_positions < 0``, ``n_bits < 1``, ``n_positions > 2 ** n_bits`` (the error names ``n_bits``
-        and the number of bits needed), or the table would have more than ``posenc.MAX_TABLE_ELEMENTS``
-        elements.
+        If ``n_positions > 2 ** n_bits``; the error names ``n_bits`` and the number of bits needed.
 
     Notes
     -----
@@ -166,19 +139,14 @@ def binary_code(n_positions, n_bits, *, centred=False):
            [ 1., -1.],
            [-1.,  1.]])
     """
-    n_positions = check_count(n_positions, "n_positions")
-    n_bits = check_count(n_bits, "n_bits", minimum=1)
-    if not isinstance(centred, (bool, np.bool_)):
-        raise TypeError(f"centred must be a bool, got {type(centred).__name__} {centred!r}")
-    needed = max(1, (n_positions - 1).bit_length())
+    needed = max(1, (int(n_positions) - 1).bit_length())
     if n_bits < needed:
         raise ValueError(
             f"n_bits must be at least {needed} to give positions 0 to {n_positions - 1} distinct codes, got {n_bits}"
         )
-    check_table_size(n_positions, n_bits, "n_positions", "n_bits")
 
     table = np.zeros((n_positions, n_bits))
-    used = min(n_bits, _HIGHEST_USED_BIT)
+    used = min(n_bits, needed)  # every higher bit of every position is 0
     positions = np.arange(n_positions, dtype=np.int64)
     table[:, :used] = (positions[:, None] >> np.arange(used, dtype=np.int64)) & 1
     if centred:
@@ -200,14 +168,6 @@ def dyadic_dials(n_positions, n_columns):
     -------
     table : (n_positions, n_columns) ndarray of float64
         ``table[i, j] = sin(2 * pi * i / 2 ** j)``.
-
-    Raises
-    ------
-    TypeError
-        If ``n_positions`` or ``n_columns`` is not an int (a bool is refused).
-    ValueError
-        If ``n_positions < 0``, ``n_columns < 1``, or the table would have more than
-        ``posenc.MAX_TABLE_ELEMENTS`` elements.
 
     Notes
     -----
@@ -238,10 +198,6 @@ def dyadic_dials(n_positions, n_columns):
            [-0.   ,  0.   ],
            [ 1.   , -0.707]])
     """
-    n_positions = check_count(n_positions, "n_positions")
-    n_columns = check_count(n_columns, "n_columns", minimum=1)
-    check_table_size(n_positions, n_columns, "n_positions", "n_columns")
-
     full_turns = 2.0 * np.pi * np.arange(n_positions, dtype=np.float64)
     # ldexp divides by 2**j exactly, and underflows to 0 instead of overflowing 2**j for large j.
     return np.sin(np.ldexp(full_turns[:, None], -np.arange(n_columns)[None, :]))

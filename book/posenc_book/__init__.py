@@ -1,0 +1,18 @@
+"""The book's own helpers: what the chapters import besides :mod:`posenc`, and the benchmark.
+
+This package is not part of the ``posenc`` wheel and no model needs it: it lives with the book, in
+``book/posenc_book``, and ``requirements.txt`` installs it (editable) for the chapters. It uses only the
+public API of :mod:`posenc` and :mod:`posenc.nn`. Each module serves the chapter it is named after:
+
+- :mod:`posenc_book.prototypes`: the position codes tried before the sinusoid (chapter 2);
+- :mod:`posenc_book.add_or_concatenate`: layer costs and the split of an attention logit (chapter 4);
+- :mod:`posenc_book.tabular`: a feature tokenizer and a tiny FT-Transformer (chapter 5);
+- :mod:`posenc_book.bench`: ``python -m posenc_book.bench`` (``make bench``), the timings of chapters 6 and 7;
+- :mod:`posenc_book.extrapolation`: a tiny causal language model trained short and tested long (chapter 9);
+- :mod:`posenc_book.plotting`: the book's figure style and heat map (every chapter).
+
+The helpers check what a reader is likely to get wrong (an unknown scheme name, a sequence longer than a
+model's table, shapes that do not fit together) and nothing more.
+"""
+
+__all__: list[str] = []
