@@ -177,7 +177,7 @@ class RotaryEmbedding(nn.Module):
     def forward(
         self, x: torch.Tensor, *, offset: int = 0, positions: torch.Tensor | ArrayLike | None = None
     ) -> torch.Tensor:
-        r"""Rotate the queries or keys ``x``: pair ``i`` of the row at position ``p`` turns by ``p * inv_freq[i]``.
+        r"""Rotate the queries or keys ``x``: pair ``i`` of a row at position ``p`` turns by ``p`` times its frequency.
 
         Parameters
         ----------
