@@ -38,10 +38,12 @@ book: $(STAMP) $(KERNEL_CONFIG)
 	$(BIN)/jupyter-book build --all -W -n --keep-going . || { cat _build/html/reports/*.log 2>/dev/null; exit 1; }
 	@echo "Open _build/html/index.html"
 
-# ruff (configured in pyproject.toml; notebooks/ruff.toml formats chapters to 80 columns).
+# ruff (configured in pyproject.toml; notebooks/ruff.toml formats chapters to 80 columns), then mypy, strict,
+# over the library (pyproject.toml, [tool.mypy]).
 lint: $(STAMP)
 	$(BIN)/ruff check posenc book/posenc_book tests notebooks book/draw_favicon.py
 	$(BIN)/ruff format --check posenc book/posenc_book tests notebooks book/draw_favicon.py
+	$(BIN)/mypy posenc
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest --doctest-modules posenc book/posenc_book tests

@@ -9,7 +9,8 @@ Sinusoidal (Vaswani et al., 2017), :mod:`posenc.sinusoid`
 
 Rotary (Su et al., 2021), :mod:`posenc.rotary`
     :func:`rotary_frequencies`, :func:`rotary_attention_factor`, :func:`rotate`,
-    :func:`rotary_weight_permutation`
+    :func:`rotary_weight_permutation`; :class:`RopeScaling`, a context-extension scaling parsed once from a
+    transformers-style dict
 
 ALiBi (Press et al., 2022), :mod:`posenc.alibi`
     :func:`alibi_slopes`, :func:`alibi_bias`
@@ -19,13 +20,27 @@ T5 relative buckets (Raffel et al., 2020), :mod:`posenc.t5`
 
 Clipped relative positions (Shaw et al., 2018), :mod:`posenc.shaw`
     :func:`shaw_relative_indices`
+
+Types and constants
+    :data:`Layout` and :data:`LAYOUTS` (sinusoidal table layouts), :data:`RotaryLayout` and
+    :data:`ROTARY_LAYOUTS` (rotary pair layouts), :data:`RopeType` and :data:`ROPE_TYPES` (rotary
+    scalings), :data:`MAX_TABLE_ELEMENTS` (the largest table any function builds). Every public callable
+    is annotated; the package ships ``py.typed``.
 """
 
 from importlib.metadata import version as _version
 
-from posenc._validation import LAYOUTS, MAX_TABLE_ELEMENTS
+from posenc._validation import LAYOUTS, MAX_TABLE_ELEMENTS, ROTARY_LAYOUTS, Layout, RotaryLayout
 from posenc.alibi import alibi_bias, alibi_slopes
-from posenc.rotary import ROPE_TYPES, rotary_attention_factor, rotary_frequencies, rotary_weight_permutation, rotate
+from posenc.rotary import (
+    ROPE_TYPES,
+    RopeScaling,
+    RopeType,
+    rotary_attention_factor,
+    rotary_frequencies,
+    rotary_weight_permutation,
+    rotate,
+)
 from posenc.shaw import shaw_relative_indices
 from posenc.sinusoid import frequencies, layout_permutation, sinusoidal, translation_matrix
 from posenc.t5 import t5_relative_bucket
@@ -33,6 +48,9 @@ from posenc.t5 import t5_relative_bucket
 __all__ = [
     "LAYOUTS",
     "MAX_TABLE_ELEMENTS",
+    "ROTARY_LAYOUTS",
+    "Layout",
+    "RotaryLayout",
     # sinusoidal
     "frequencies",
     "layout_permutation",
@@ -40,6 +58,8 @@ __all__ = [
     "translation_matrix",
     # rotary
     "ROPE_TYPES",
+    "RopeScaling",
+    "RopeType",
     "rotary_attention_factor",
     "rotary_frequencies",
     "rotary_weight_permutation",

@@ -1,78 +1,168 @@
-"""Argument checks shared by the public functions.
+"""Argument checks shared by the library: the one place where a bad argument becomes an error.
 
-Every public function validates its arguments here, before it allocates anything large, and raises a
+Every public function checks its arguments here, before it allocates anything large, and raises a
 ``TypeError`` (wrong kind of value) or ``ValueError`` (right kind, wrong value) whose message names the
-parameter and the accepted range.
+parameter and what it accepts. Four general checks do the work: :func:`check_int`, :func:`check_real`,
+:func:`check_flag` and :func:`check_choice` (each refuses a bool where a number is expected); the others are
+the parameters several modules share (a width, positions, a dtype, a table size, query and key lengths).
+Checks of tensors live in :mod:`posenc.nn._checks`, built on these.
 """
 
 from __future__ import annotations
 
 import math
 import numbers
+from typing import Any, Literal, TypeGuard, TypeVar, get_args
 
 import numpy as np
+from numpy.typing import DTypeLike, NDArray
 
-LAYOUTS = ("interleaved", "cos_first", "halves")
+Layout = Literal["interleaved", "cos_first", "halves"]
 """The column layouts of a sinusoidal table: see :func:`posenc.sinusoidal`."""
+
+LAYOUTS: tuple[Layout, ...] = get_args(Layout)
+"""The values of :data:`Layout`, in that order."""
+
+RotaryLayout = Literal["interleaved", "halves"]
+"""Where the two members of each rotated pair sit in a rotary head: see :func:`posenc.rotate`."""
+
+ROTARY_LAYOUTS: tuple[RotaryLayout, ...] = get_args(RotaryLayout)
+"""The values of :data:`RotaryLayout`, in that order."""
 
 MAX_TABLE_ELEMENTS = 2**28
 """Largest table (``n_positions * d_model`` elements) any function will build: 1 GiB in float32."""
 
+MAX_OFFSET = 2**52
+"""Largest ``|offset|`` (absolute position of query 0) the relative-position functions accept: with at most
+:data:`MAX_TABLE_ELEMENTS` queries or keys, every position and difference of positions stays exact in float64."""
 
-def check_count(value, name: str, *, minimum: int = 0) -> int:
-    """Return ``value`` as an ``int`` if it is an integer (not a bool) that is at least ``minimum``."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int >= {minimum}, got {type(value).__name__} {value!r}")
-    value = int(value)
-    if value < minimum:
-        raise ValueError(f"{name} must be an int >= {minimum}, got {value}")
-    return value
+Choice = TypeVar("Choice", bound=str)
 
 
-def check_d_model(d_model, *, even: bool = True, name: str = "d_model") -> int:
+# --- The general checks ------------------------------------------------------------------------------------
+
+
+def is_int(value: object) -> TypeGuard[numbers.Integral]:
+    """Whether ``value`` is an integer (a Python int of any size or a NumPy integer), a bool excluded."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
+
+
+def is_real(value: object) -> TypeGuard[numbers.Real]:
+    """Whether ``value`` is a real number (int, float, NumPy integer or floating, Fraction), a bool excluded."""
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+
+
+def check_int(
+    value: object,
+    name: str,
+    *,
+    minimum: int | None = 0,
+    maximum: int | None = None,
+    even: bool = False,
+    accepted: str | None = None,
+) -> int:
+    """Return ``value`` as an ``int`` if it is an integer (not a bool) in ``[minimum, maximum]``, even if asked.
+
+    ``None`` leaves a bound open. ``accepted`` replaces the description of the accepted values in the message
+    (by default "an int >= 0", "an int in [1, 64]", "an even int in [2, 4096]" ...).
+    """
+    if accepted is None:
+        kind = "an even int" if even else "an int"
+        if minimum is not None and maximum is not None:
+            accepted = f"{kind} in [{minimum}, {maximum}]"
+        elif minimum is not None or maximum is not None:
+            accepted = f"{kind} >= {minimum}" if minimum is not None else f"{kind} <= {maximum}"
+        else:
+            accepted = kind
+    if not is_int(value):
+        raise TypeError(f"{name} must be {accepted}, got {type(value).__name__} {value!r}")
+    number = int(value)
+    if (
+        (minimum is not None and number < minimum)
+        or (maximum is not None and number > maximum)
+        or (even and number % 2)
+    ):
+        raise ValueError(f"{name} must be {accepted}, got {number}")
+    return number
+
+
+def check_real(
+    value: object,
+    name: str,
+    *,
+    above: float | None = None,
+    at_least: float | None = None,
+    below: float | None = None,
+    accepted: str | None = None,
+) -> float:
+    """Return ``value`` as a ``float`` if it is a finite real number (not a bool) within the bounds given.
+
+    ``above`` and ``below`` are strict bounds, ``at_least`` an inclusive one. ``accepted`` replaces the
+    description of the accepted values in the message (by default "a finite real number > 1" ...).
+    """
+    if accepted is None:
+        accepted = "a finite real number"
+        if at_least is not None and below is not None:
+            accepted += f" in [{at_least:g}, {below:g})"
+        else:
+            bounds = [(">", above), (">=", at_least), ("<", below)]
+            accepted += "".join(f" {sign} {bound:g}" for sign, bound in bounds if bound is not None)
+    if not is_real(value):
+        raise TypeError(f"{name} must be {accepted}, got {type(value).__name__} {value!r}")
+    try:
+        number = float(value)
+    except OverflowError:  # an int beyond the float range
+        raise ValueError(f"{name} must be {accepted}, got {value}") from None
+    if (
+        not math.isfinite(number)
+        or (above is not None and number <= above)
+        or (at_least is not None and number < at_least)
+        or (below is not None and number >= below)
+    ):
+        raise ValueError(f"{name} must be {accepted}, got {number}")
+    return number
+
+
+def check_flag(value: object, name: str) -> bool:
+    """Return ``value`` if it is a bool (Python or NumPy); an int such as 0 or 1 is refused."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {type(value).__name__} {value!r}")
+    return bool(value)
+
+
+def check_choice(value: object, name: str, choices: tuple[Choice, ...]) -> Choice:
+    """Return ``value`` if it is one of the strings ``choices``."""
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be one of {choices}, got {type(value).__name__} {value!r}")
+    for choice in choices:
+        if value == choice:
+            return choice
+    raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+
+
+# --- Parameters several modules share ----------------------------------------------------------------------
+
+
+def check_d_model(d_model: object, *, even: bool = True, name: str = "d_model") -> int:
     """Return a width as an ``int``: positive, at most :data:`MAX_TABLE_ELEMENTS`, even unless ``even=False``.
 
-    ``name`` is the parameter the message names (``d_model``, or ``head_dim`` for :func:`check_head_dim`).
+    ``name`` is the parameter the message names (``d_model``, ``head_dim``, ...).
     """
-    kind = f"a{' positive even' if even else ' positive'} int <= {MAX_TABLE_ELEMENTS}"
-    if isinstance(d_model, (bool, np.bool_)) or not isinstance(d_model, numbers.Integral):
-        raise TypeError(f"{name} must be {kind}, got {type(d_model).__name__} {d_model!r}")
-    d_model = int(d_model)
-    if not 0 < d_model <= MAX_TABLE_ELEMENTS or (even and d_model % 2):
-        raise ValueError(f"{name} must be {kind}, got {d_model}")
-    return d_model
+    accepted = f"a positive{' even' if even else ''} int <= {MAX_TABLE_ELEMENTS}"
+    return check_int(d_model, name, minimum=1, maximum=MAX_TABLE_ELEMENTS, even=even, accepted=accepted)
 
 
-def check_real(value, name: str) -> float:
-    """Return ``value`` as a ``float`` if it is a finite real number (not a bool)."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a finite real number, got {type(value).__name__} {value!r}")
-    value = float(value)
-    if not math.isfinite(value):
-        raise ValueError(f"{name} must be a finite real number, got {value}")
-    return value
+def check_table_size(n_rows: int, n_columns: int, rows_name: str = "positions", columns_name: str = "d_model") -> None:
+    """Refuse a table of more than :data:`MAX_TABLE_ELEMENTS` elements before it is allocated."""
+    if n_rows * n_columns > MAX_TABLE_ELEMENTS:
+        smaller = rows_name if rows_name == columns_name else f"{rows_name} or {columns_name}"
+        raise ValueError(
+            f"{rows_name} x {columns_name} = {n_rows} x {n_columns} exceeds the limit of {MAX_TABLE_ELEMENTS} "
+            f"elements: ask for a smaller {smaller}"
+        )
 
 
-def check_base(base) -> float:
-    """Return ``base`` as a ``float``: finite and greater than 1."""
-    if isinstance(base, (bool, np.bool_)) or not isinstance(base, numbers.Real):
-        raise TypeError(f"base must be a finite real number > 1, got {type(base).__name__} {base!r}")
-    base = float(base)
-    if not (math.isfinite(base) and base > 1.0):
-        raise ValueError(f"base must be a finite real number > 1, got {base}")
-    return base
-
-
-def check_layout(layout, name: str = "layout", accepted: tuple[str, ...] = LAYOUTS) -> str:
-    """Return ``layout`` if it is one of ``accepted`` (:data:`LAYOUTS` unless given)."""
-    if not isinstance(layout, str):
-        raise TypeError(f"{name} must be one of {accepted}, got {type(layout).__name__} {layout!r}")
-    if layout not in accepted:
-        raise ValueError(f"{name} must be one of {accepted}, got {layout!r}")
-    return layout
-
-
-def check_float_dtype(dtype) -> np.dtype:
+def check_float_dtype(dtype: DTypeLike) -> np.dtype[Any]:
     """Return ``dtype`` as a NumPy floating dtype (float16, float32, float64 or longdouble)."""
     accepted = "a NumPy floating dtype such as np.float32 or np.float64"
     if dtype is None or isinstance(dtype, bool):
@@ -86,26 +176,25 @@ def check_float_dtype(dtype) -> np.dtype:
     return resolved
 
 
-def check_positions(positions, d_model: int) -> np.ndarray:
+def check_positions(positions: object, d_model: int) -> NDArray[np.float64]:
     """Return the positions as a 1-D float64 array, refusing tables that would be too large.
 
     ``positions`` is either an int ``n >= 0`` (meaning ``0, 1, ..., n - 1``) or a 1-D array-like of finite
     real numbers. An int count is checked against :data:`MAX_TABLE_ELEMENTS` before it is expanded.
     """
     accepted = "an int >= 0 or a 1-D array of finite real numbers"
-    if isinstance(positions, (bool, np.bool_)):
-        raise TypeError(f"positions must be {accepted}, got bool {positions!r}")
-    if isinstance(positions, numbers.Integral):
-        n_positions = check_count(positions, "positions")
+    if is_int(positions):
+        n_positions = check_int(positions, "positions")
         check_table_size(n_positions, d_model)
         return np.arange(n_positions, dtype=np.float64)
-    if isinstance(positions, (str, bytes, numbers.Number)) or not (
+    if isinstance(positions, (bool, np.bool_, str, bytes, numbers.Number)) or not (
         hasattr(positions, "__len__") or hasattr(positions, "__array__")
     ):
         raise TypeError(f"positions must be {accepted}, got {type(positions).__name__} {positions!r}")
     array = np.asarray(positions)
-    is_real = np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)
-    if array.dtype == np.bool_ or not is_real:
+    if array.dtype == np.bool_ or not (
+        np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)
+    ):
         raise TypeError(f"positions must be {accepted}, got an array of dtype {array.dtype}")
     if array.ndim != 1:
         raise ValueError(f"positions must be {accepted}, got an array of shape {array.shape}")
@@ -116,66 +205,39 @@ def check_positions(positions, d_model: int) -> np.ndarray:
     return array
 
 
-def check_table_size(n_rows: int, n_columns: int, rows_name: str = "positions", columns_name: str = "d_model") -> None:
-    """Refuse a table of more than :data:`MAX_TABLE_ELEMENTS` elements before it is allocated."""
-    if n_rows * n_columns > MAX_TABLE_ELEMENTS:
-        smaller = rows_name if rows_name == columns_name else f"{rows_name} or {columns_name}"
-        raise ValueError(
-            f"{rows_name} x {columns_name} = {n_rows} x {n_columns} exceeds the limit of {MAX_TABLE_ELEMENTS} "
-            f"elements: ask for a smaller {smaller}"
-        )
-
-
-ROTARY_LAYOUTS = ("interleaved", "halves")
-"""Where the two members of each rotated pair sit in a rotary head: see :func:`posenc.rotate`."""
-
-
-def check_head_dim(head_dim) -> int:
-    """Return ``head_dim`` as an ``int``: positive, even, at most :data:`MAX_TABLE_ELEMENTS`."""
-    return check_d_model(head_dim, name="head_dim")
-
-
-def check_rotary_layout(layout, name: str = "layout") -> str:
-    """Return ``layout`` if it is one of :data:`ROTARY_LAYOUTS`."""
-    return check_layout(layout, name, accepted=ROTARY_LAYOUTS)
-
-
-def check_flag(value, name: str) -> bool:
-    """Return ``value`` if it is a bool (Python or NumPy); an int such as 0 or 1 is refused."""
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be True or False, got {type(value).__name__} {value!r}")
-    return bool(value)
-
-
-def check_int_in(value, name: str, *, minimum: int, maximum: int) -> int:
-    """Return ``value`` as an ``int`` if it is an integer (not a bool) in ``[minimum, maximum]``."""
-    accepted = f"an int in [{minimum}, {maximum}]"
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be {accepted}, got {type(value).__name__} {value!r}")
-    value = int(value)
-    if not minimum <= value <= maximum:
-        raise ValueError(f"{name} must be {accepted}, got {value}")
-    return value
-
-
-MAX_OFFSET = 2**52
-"""Largest ``|offset|`` (absolute position of query 0) the relative-position functions accept: with at most
-:data:`MAX_TABLE_ELEMENTS` queries or keys, every position and difference of positions stays exact in float64."""
-
-
-def check_query_key_lengths(q_len, k_len, offset, n_per_pair: int = 1, per_pair_name: str = "") -> tuple[int, int, int]:
+def check_query_key_lengths(
+    q_len: object, k_len: object, offset: object, n_per_pair: int = 1, per_pair_name: str = ""
+) -> tuple[int, int, int]:
     """Validate ``q_len``, ``k_len`` (``None``: ``q_len``) and ``offset`` (``None``: ``k_len - q_len``).
 
     Query ``i`` sits at absolute position ``offset + i`` and key ``j`` at ``j``. Refuses a result of more than
     :data:`MAX_TABLE_ELEMENTS` elements (``n_per_pair`` values per (query, key) pair, ``per_pair_name`` names
     that factor in the message).
     """
-    q_len = check_count(q_len, "q_len")
-    k_len = q_len if k_len is None else check_count(k_len, "k_len")
+    queries = check_int(q_len, "q_len")
+    keys = queries if k_len is None else check_int(k_len, "k_len")
     rows_name = f"{per_pair_name} * q_len" if per_pair_name else "q_len"
-    check_table_size(n_per_pair * q_len, k_len, rows_name, "k_len")
+    check_table_size(n_per_pair * queries, keys, rows_name, "k_len")
     if offset is None:
-        offset = k_len - q_len
-    else:
-        offset = check_int_in(offset, "offset", minimum=-MAX_OFFSET, maximum=MAX_OFFSET)
-    return q_len, k_len, offset
+        return queries, keys, keys - queries
+    return queries, keys, check_int(offset, "offset", minimum=-MAX_OFFSET, maximum=MAX_OFFSET)
+
+
+def check_t5_buckets(bidirectional: object, num_buckets: object, max_distance: object) -> tuple[bool, int, int]:
+    """Validate a T5 bucket configuration: see :func:`posenc.t5_relative_bucket` for the accepted values."""
+    bidirectional = check_flag(bidirectional, "bidirectional")
+    buckets = check_int(num_buckets, "num_buckets", minimum=4 if bidirectional else 2, maximum=2**16)
+    if bidirectional and buckets % 2:
+        raise ValueError(
+            f"num_buckets must be even when bidirectional=True (half for keys before the query, half for keys "
+            f"after), got {buckets}"
+        )
+    max_exact = (buckets // 2 if bidirectional else buckets) // 2
+    accepted = (
+        f"an int > max_exact = {max_exact} (num_buckets={buckets}, bidirectional={bidirectional}) and <= {MAX_OFFSET}"
+    )
+    return (
+        bidirectional,
+        buckets,
+        check_int(max_distance, "max_distance", minimum=max_exact + 1, maximum=MAX_OFFSET, accepted=accepted),
+    )

@@ -10,8 +10,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numpy.typing import NDArray
 
-from posenc._validation import check_flag, check_int_in, check_query_key_lengths, check_table_size
+from posenc._validation import check_flag, check_int, check_query_key_lengths
 
 __all__ = ["MAX_HEADS", "alibi_slopes", "alibi_bias"]
 
@@ -30,7 +31,7 @@ def _power_of_two_slopes(n: int) -> list[float]:
     return [start * start**i for i in range(n)]
 
 
-def alibi_slopes(n_heads):
+def alibi_slopes(n_heads: int) -> NDArray[np.float64]:
     r"""The fixed slope of each attention head in ALiBi.
 
     Parameters
@@ -80,7 +81,11 @@ def alibi_slopes(n_heads):
     >>> alibi_slopes(3)  # the 2 slopes of 2 heads, then the first odd-numbered slope of 4 heads
     array([0.0625    , 0.00390625, 0.25      ])
     """
-    n_heads = check_int_in(n_heads, "n_heads", minimum=1, maximum=MAX_HEADS)
+    return _slopes(check_int(n_heads, "n_heads", minimum=1, maximum=MAX_HEADS))
+
+
+def _slopes(n_heads: int) -> NDArray[np.float64]:
+    """:func:`alibi_slopes` for a checked ``n_heads``."""
     closest = 1 << (n_heads.bit_length() - 1)  # the largest power of two <= n_heads
     slopes = _power_of_two_slopes(closest)
     if closest != n_heads:
@@ -88,7 +93,9 @@ def alibi_slopes(n_heads):
     return np.array(slopes, dtype=np.float64)
 
 
-def alibi_bias(n_heads, q_len, k_len=None, *, causal=True, offset=None):
+def alibi_bias(
+    n_heads: int, q_len: int, k_len: int | None = None, *, causal: bool = True, offset: int | None = None
+) -> NDArray[np.float64]:
     r"""The ALiBi bias added to the attention logits of every head.
 
     Parameters
@@ -152,7 +159,7 @@ def alibi_bias(n_heads, q_len, k_len=None, *, causal=True, offset=None):
     array([[-1. , -0.5,  0. , -0.5],
            [-1.5, -1. , -0.5,  0. ]])
     """
-    n_heads = check_int_in(n_heads, "n_heads", minimum=1, maximum=MAX_HEADS)
+    n_heads = check_int(n_heads, "n_heads", minimum=1, maximum=MAX_HEADS)
     causal = check_flag(causal, "causal")
     q_len, k_len, offset = check_query_key_lengths(q_len, k_len, offset, n_heads, "n_heads")
     if causal and offset < 0 and q_len > 0:
@@ -160,12 +167,12 @@ def alibi_bias(n_heads, q_len, k_len=None, *, causal=True, offset=None):
             f"offset must be >= 0 when causal=True, got {offset} (q_len={q_len}, k_len={k_len}): query 0 would "
             "see no key; give k_len >= q_len, an offset >= 0, or causal=False"
         )
-    check_table_size(n_heads * q_len, k_len, "n_heads * q_len", "k_len")
     # offset + i - j, exact in float64 (|offset| <= 2**52 and the lengths are at most 2**28)
     distance = (np.arange(q_len, dtype=np.float64) + offset)[:, None] - np.arange(k_len, dtype=np.float64)
-    slopes = alibi_slopes(n_heads)[:, None, None]
+    slopes = _slopes(n_heads)[:, None, None]
     if not causal:
-        return 0.0 - slopes * np.abs(distance)  # 0.0 - x: a zero distance gives +0.0, not -0.0
-    bias = 0.0 - slopes * distance
+        unmasked: NDArray[np.float64] = 0.0 - slopes * np.abs(distance)  # 0.0 - x: a zero distance gives +0.0
+        return unmasked
+    bias: NDArray[np.float64] = 0.0 - slopes * distance
     bias[:, distance < 0] = -np.inf
     return bias

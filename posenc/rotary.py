@@ -6,233 +6,49 @@ product of a query at position ``m`` with a key at position ``n`` depends on ``m
 rotation at position ``m`` is the translation matrix :math:`T(m)` of the sinusoidal encoding
 (:func:`posenc.translation_matrix`, acting on column vectors).
 
-Everything here is NumPy float64: the reference the PyTorch module :class:`posenc.nn.RotaryEmbedding`
-is tested against.
+A context-extension scaling is given as the ``rope_parameters`` dict of a transformers config or as the
+:class:`RopeScaling` parsed from one (:meth:`RopeScaling.from_dict`). Everything here is NumPy float64: the
+reference the PyTorch module :class:`posenc.nn.RotaryEmbedding` is tested against.
 """
 
 from __future__ import annotations
 
-import math
 import numbers
 from collections.abc import Mapping
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
+from posenc._rope import ROPE_TYPES, RopeScaling, RopeType, check_head_dim, inverse_frequencies, parse_scaling
 from posenc._validation import (
-    MAX_TABLE_ELEMENTS,
-    check_base,
-    check_count,
-    check_head_dim,
+    ROTARY_LAYOUTS,
+    RotaryLayout,
+    check_choice,
+    check_d_model,
+    check_int,
     check_positions,
-    check_rotary_layout,
+    check_real,
     check_table_size,
 )
 
 __all__ = [
     "ROPE_TYPES",
+    "RopeScaling",
+    "RopeType",
     "rotary_frequencies",
     "rotary_attention_factor",
     "rotate",
     "rotary_weight_permutation",
 ]
 
-ROPE_TYPES = ("default", "linear", "dynamic", "yarn", "llama3")
-"""The ``rope_type`` values :func:`rotary_frequencies` understands, named as in transformers' configs."""
 
-# Keys every scaling dict may carry, then the required and optional keys of each rope_type.
-_COMMON_KEYS = ("rope_type", "type", "rope_theta", "partial_rotary_factor")
-_REQUIRED_KEYS = {
-    "default": (),
-    "linear": ("factor",),
-    "dynamic": ("factor", "original_max_position_embeddings"),
-    "yarn": ("factor", "original_max_position_embeddings"),
-    "llama3": ("factor", "original_max_position_embeddings", "low_freq_factor", "high_freq_factor"),
-}
-_OPTIONAL_KEYS = {
-    "default": (),
-    "linear": (),
-    "dynamic": (),
-    "yarn": ("attention_factor", "beta_fast", "beta_slow", "mscale", "mscale_all_dim", "truncate"),
-    "llama3": (),
-}
-
-
-def _is_real(value) -> bool:
-    return not isinstance(value, (bool, np.bool_)) and isinstance(value, numbers.Real)
-
-
-def _scaling_real(scaling, key: str, *, minimum=None, strict: bool = False, optional: bool = False):
-    """``scaling[key]`` as a finite float ``>= minimum`` (``> minimum`` if ``strict``); None if optional and absent."""
-    value = scaling.get(key)
-    if value is None and optional:
-        return None
-    kind = "a finite real number" + ("" if minimum is None else f" {'>' if strict else '>='} {minimum:g}")
-    if not _is_real(value):
-        raise TypeError(f"scaling[{key!r}] must be {kind}, got {type(value).__name__} {value!r}")
-    value = float(value)
-    below = minimum is not None and (value < minimum or (strict and value == minimum))
-    if not math.isfinite(value) or below:
-        raise ValueError(f"scaling[{key!r}] must be {kind}, got {value}")
-    return value
-
-
-def _parse_scaling(scaling, base: float | None = None) -> dict:
-    """Validate a transformers-style ``rope_parameters`` dict; return its rope_type and resolved values.
-
-    ``base``, when given, must agree with a ``rope_theta`` the dict carries, so that a dict copied from a
-    config never silently rotates with another base.
-    """
-    if scaling is None:
-        return {"rope_type": "default"}
-    if not isinstance(scaling, Mapping):
-        raise TypeError(
-            f"scaling must be None or a dict such as {{'rope_type': 'linear', 'factor': 4.0}}, "
-            f"got {type(scaling).__name__} {scaling!r}"
-        )
-    for key in scaling:
-        if not isinstance(key, str):
-            raise TypeError(f"scaling keys must be str, got {type(key).__name__} {key!r}")
-    rope_type = scaling.get("rope_type", scaling.get("type", "default"))
-    if "rope_type" in scaling and "type" in scaling and scaling["type"] != scaling["rope_type"]:
-        raise ValueError(
-            f"scaling['type'] (an old name of rope_type) is {scaling['type']!r} but scaling['rope_type'] is "
-            f"{scaling['rope_type']!r}: keep one"
-        )
-    if not isinstance(rope_type, str):
-        raise TypeError(f"scaling['rope_type'] must be one of {ROPE_TYPES}, got {type(rope_type).__name__}")
-    if rope_type not in ROPE_TYPES:
-        raise ValueError(f"scaling['rope_type'] must be one of {ROPE_TYPES}, got {rope_type!r}")
-
-    accepted = _COMMON_KEYS + _REQUIRED_KEYS[rope_type] + _OPTIONAL_KEYS[rope_type]
-    unknown = sorted(key for key in scaling if key not in accepted)
-    if unknown:
-        raise ValueError(
-            f"scaling has keys {unknown} that rope_type {rope_type!r} does not use; it accepts {sorted(accepted)}"
-        )
-    missing = [key for key in _REQUIRED_KEYS[rope_type] if key not in scaling]
-    if missing:
-        raise ValueError(f"scaling for rope_type {rope_type!r} is missing the keys {missing}")
-
-    if "rope_theta" in scaling:
-        rope_theta = _scaling_real(scaling, "rope_theta", minimum=1.0, strict=True)
-        if base is not None and rope_theta != base:
-            raise ValueError(
-                f"scaling['rope_theta'] = {rope_theta} disagrees with base = {base}: pass base={rope_theta} "
-                "(or drop the key)"
-            )
-    if "partial_rotary_factor" in scaling:
-        partial = scaling["partial_rotary_factor"]
-        if not _is_real(partial) or float(partial) != 1.0:
-            raise ValueError(
-                f"scaling['partial_rotary_factor'] must be 1.0, got {partial!r}: to rotate only part of a head, "
-                "pass head_dim=int(head_dim * partial_rotary_factor) and leave the other features unrotated"
-            )
-
-    parsed: dict = {"rope_type": rope_type}
-    if rope_type == "default":
-        return parsed
-    parsed["factor"] = _scaling_real(scaling, "factor", minimum=1.0)
-    if rope_type == "linear":
-        return parsed
-    original = scaling["original_max_position_embeddings"]
-    parsed["original_max_position_embeddings"] = check_count(
-        original, "scaling['original_max_position_embeddings']", minimum=1
-    )
-    if rope_type == "llama3":
-        low = _scaling_real(scaling, "low_freq_factor", minimum=0.0, strict=True)
-        high = _scaling_real(scaling, "high_freq_factor", minimum=low, strict=True)
-        parsed.update(low_freq_factor=low, high_freq_factor=high)
-    elif rope_type == "yarn":
-        parsed["attention_factor"] = _scaling_real(scaling, "attention_factor", minimum=0.0, strict=True, optional=True)
-        beta_fast = _scaling_real(scaling, "beta_fast", minimum=0.0, strict=True, optional=True)
-        beta_slow = _scaling_real(scaling, "beta_slow", minimum=0.0, strict=True, optional=True)
-        beta_fast = 32.0 if beta_fast is None else beta_fast
-        beta_slow = 1.0 if beta_slow is None else beta_slow
-        if beta_fast < beta_slow:
-            raise ValueError(
-                f"scaling['beta_fast'] must be >= scaling['beta_slow'] (defaults 32 and 1), "
-                f"got {beta_fast} < {beta_slow}"
-            )
-        parsed.update(beta_fast=beta_fast, beta_slow=beta_slow)
-        for key in ("mscale", "mscale_all_dim"):
-            parsed[key] = _scaling_real(scaling, key, optional=True)
-        truncate = scaling.get("truncate", True)
-        if not isinstance(truncate, (bool, np.bool_)):
-            raise TypeError(f"scaling['truncate'] must be a bool, got {type(truncate).__name__} {truncate!r}")
-        parsed["truncate"] = bool(truncate)
-    return parsed
-
-
-def _yarn_mscale(scale: float, mscale: float = 1.0) -> float:
-    """YaRN's attention temperature term ``0.1 * mscale * ln(scale) + 1`` (1 for ``scale <= 1``)."""
-    return 1.0 if scale <= 1.0 else 0.1 * mscale * math.log(scale) + 1.0
-
-
-def _attention_factor(parsed: dict) -> float:
-    if parsed["rope_type"] != "yarn":
-        return 1.0
-    if parsed["attention_factor"] is not None:
-        return parsed["attention_factor"]
-    if parsed["mscale"] and parsed["mscale_all_dim"]:
-        return _yarn_mscale(parsed["factor"], parsed["mscale"]) / _yarn_mscale(
-            parsed["factor"], parsed["mscale_all_dim"]
-        )
-    return _yarn_mscale(parsed["factor"])
-
-
-def _check_seq_len(seq_len) -> float | None:
-    if seq_len is None:
-        return None
-    if not _is_real(seq_len):
-        raise TypeError(f"seq_len must be None or a finite real number >= 0, got {type(seq_len).__name__} {seq_len!r}")
-    seq_len = float(seq_len)
-    if not (math.isfinite(seq_len) and seq_len >= 0):
-        raise ValueError(f"seq_len must be None or a finite real number >= 0, got {seq_len}")
-    return seq_len
-
-
-def _frequencies(head_dim: int, base: float, parsed: dict, seq_len: float | None) -> np.ndarray:
-    """The inverse frequencies for validated arguments (float64, one per pair)."""
-    exponents = np.arange(0, head_dim, 2, dtype=np.float64) / head_dim
-    rope_type = parsed["rope_type"]
-    if rope_type == "dynamic":
-        trained = parsed["original_max_position_embeddings"]
-        length = trained if seq_len is None else max(seq_len, trained)
-        factor = np.float64(parsed["factor"])
-        with np.errstate(over="ignore"):  # an absurd factor or length sends the base to inf: frequencies -> 0
-            base = base * (factor * length / trained - (factor - 1.0)) ** (head_dim / (head_dim - 2))
-    inv_freq = base**-exponents  # bit for bit posenc.frequencies(head_dim, base=base)
-    if rope_type in ("default", "dynamic"):
-        return inv_freq
-    factor = parsed["factor"]
-    if rope_type == "linear":
-        return inv_freq / factor
-    trained = parsed["original_max_position_embeddings"]
-    if rope_type == "llama3":
-        low, high = parsed["low_freq_factor"], parsed["high_freq_factor"]
-        with np.errstate(over="ignore"):  # a base near the float64 limit: an infinite wavelength is interpolated
-            wavelength = 2 * math.pi / inv_freq
-        smooth = (trained / wavelength - low) / (high - low)
-        result = np.where(wavelength > trained / low, inv_freq / factor, inv_freq)
-        medium = (wavelength >= trained / high) & (wavelength <= trained / low)
-        return np.where(medium, (1.0 - smooth) * inv_freq / factor + smooth * inv_freq, result)
-
-    # yarn: pairs that turn more than beta_fast times over the trained length keep their frequency, pairs that
-    # turn less than beta_slow times are interpolated (divided by factor), with a linear ramp between.
-    def correction_pair(n_turns: float) -> float:
-        return head_dim * math.log(trained / (n_turns * 2 * math.pi)) / (2 * math.log(base))
-
-    low, high = correction_pair(parsed["beta_fast"]), correction_pair(parsed["beta_slow"])
-    if parsed["truncate"]:
-        low, high = math.floor(low), math.ceil(high)
-    low, high = max(low, 0), min(high, head_dim - 1)
-    if low == high:
-        high += 0.001  # as transformers does, so that the ramp has a nonzero width
-    ramp = np.clip((np.arange(head_dim // 2, dtype=np.float64) - low) / (high - low), 0.0, 1.0)
-    return (inv_freq / factor) * ramp + inv_freq * (1.0 - ramp)
-
-
-def rotary_frequencies(head_dim, *, base=10000.0, scaling=None, seq_len=None):
+def rotary_frequencies(
+    head_dim: int,
+    *,
+    base: float = 10000.0,
+    scaling: RopeScaling | Mapping[str, object] | None = None,
+    seq_len: float | None = None,
+) -> NDArray[np.float64]:
     r"""Inverse frequencies of rotary position embedding, one per rotated pair, with an optional scaling.
 
     Parameters
@@ -242,10 +58,10 @@ def rotary_frequencies(head_dim, *, base=10000.0, scaling=None, seq_len=None):
     base : float, default 10000.0
         The constant :math:`\theta` of the geometric progression (``rope_theta`` in transformers' configs);
         finite and greater than 1.
-    scaling : dict or None, default None
-        The ``rope_parameters`` (formerly ``rope_scaling``) dict of a transformers config. ``None`` or
-        ``{"rope_type": "default"}``: RoFormer's frequencies. Otherwise ``"rope_type"`` (or its old name
-        ``"type"``) is one of:
+    scaling : RopeScaling, dict or None, default None
+        The ``rope_parameters`` (formerly ``rope_scaling``) dict of a transformers config, or the
+        :class:`RopeScaling` parsed from one. ``None`` or ``{"rope_type": "default"}``: RoFormer's
+        frequencies. Otherwise ``"rope_type"`` (or its old name ``"type"``) is one of:
 
         - ``"linear"`` (position interpolation): key ``"factor"``;
         - ``"dynamic"`` (dynamic NTK-aware): keys ``"factor"`` and ``"original_max_position_embeddings"``,
@@ -271,8 +87,8 @@ def rotary_frequencies(head_dim, *, base=10000.0, scaling=None, seq_len=None):
     Raises
     ------
     TypeError
-        If ``head_dim`` is not an int, ``base`` or ``seq_len`` not a real number, ``scaling`` not a dict, or a
-        scaling value has the wrong type.
+        If ``head_dim`` is not an int, ``base`` or ``seq_len`` not a real number, ``scaling`` not a dict or a
+        :class:`RopeScaling`, or a scaling value has the wrong type.
     ValueError
         If ``head_dim`` is odd or not positive (or 2 with ``"dynamic"``), ``base <= 1``, the rope_type is
         unknown, a key is missing or unknown, or a value is out of range (``factor < 1``,
@@ -316,26 +132,27 @@ def rotary_frequencies(head_dim, *, base=10000.0, scaling=None, seq_len=None):
     >>> rotary_frequencies(8, scaling={"rope_type": "linear", "factor": 4.0})
     array([0.25   , 0.025  , 0.0025 , 0.00025])
     """
-    head_dim = check_head_dim(head_dim)
-    base = check_base(base)
-    parsed = _parse_scaling(scaling, base)
-    seq_len = _check_seq_len(seq_len)
-    if parsed["rope_type"] == "dynamic" and head_dim < 4:
-        raise ValueError(f"head_dim must be >= 4 for rope_type 'dynamic' (its exponent is d / (d - 2)), got {head_dim}")
-    return _frequencies(head_dim, base, parsed, seq_len)
+    head_dim = check_d_model(head_dim, name="head_dim")
+    base = check_real(base, "base", above=1.0)
+    parsed = parse_scaling(scaling, base)
+    if seq_len is not None:
+        seq_len = check_real(seq_len, "seq_len", at_least=0.0, accepted="None or a finite real number >= 0")
+    check_head_dim(head_dim, parsed)
+    return inverse_frequencies(head_dim, base, parsed, seq_len)
 
 
-def rotary_attention_factor(scaling):
+def rotary_attention_factor(scaling: RopeScaling | Mapping[str, object] | None) -> float:
     r"""The factor a scaling multiplies the rotated queries and keys by: YaRN's temperature, 1.0 otherwise.
 
     Parameters
     ----------
-    scaling : dict or None
+    scaling : RopeScaling, dict or None
         As in :func:`rotary_frequencies`.
 
     Returns
     -------
     factor : float
+        :attr:`RopeScaling.attention_scaling` of the parsed scaling.
         For ``"yarn"``: ``scaling["attention_factor"]`` if given; else, if ``"mscale"`` and
         ``"mscale_all_dim"`` are both given and nonzero, ``m(s, mscale) / m(s, mscale_all_dim)``; else
         ``m(s, 1)``, with :math:`m(s, a) = 0.1\,a\ln s + 1` (1 for :math:`s \le 1`). 1.0 for every other type.
@@ -365,10 +182,10 @@ def rotary_attention_factor(scaling):
     >>> rotary_attention_factor(None)
     1.0
     """
-    return _attention_factor(_parse_scaling(scaling))
+    return parse_scaling(scaling).attention_scaling
 
 
-def _pair_indices(layout: str, head_dim: int) -> tuple[np.ndarray, np.ndarray]:
+def _pair_indices(layout: RotaryLayout, head_dim: int) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
     """Feature index of the first and of the second member of each pair ``i`` in a head of this layout."""
     pairs = np.arange(head_dim // 2)
     if layout == "interleaved":
@@ -376,7 +193,14 @@ def _pair_indices(layout: str, head_dim: int) -> tuple[np.ndarray, np.ndarray]:
     return pairs, head_dim // 2 + pairs  # "halves"
 
 
-def rotate(x, positions, *, base=10000.0, layout="interleaved", scaling=None):
+def rotate(
+    x: ArrayLike,
+    positions: int | ArrayLike,
+    *,
+    base: float = 10000.0,
+    layout: RotaryLayout = "interleaved",
+    scaling: RopeScaling | Mapping[str, object] | None = None,
+) -> NDArray[np.float64]:
     r"""Rotate queries or keys by rotary position embedding: the float64 reference.
 
     Parameters
@@ -393,7 +217,7 @@ def rotate(x, positions, *, base=10000.0, layout="interleaved", scaling=None):
         GPT-J, Meta's Llama code, rotary-embedding-torch). ``"halves"``: features ``i`` and
         ``i + head_dim // 2`` (GPT-NeoX, transformers' ``rotate_half``). :func:`rotary_weight_permutation`
         converts weights between the two.
-    scaling : dict or None, default None
+    scaling : RopeScaling, dict or None, default None
         As in :func:`rotary_frequencies`. For ``"dynamic"`` the current length is ``max(positions) + 1``,
         as transformers takes it from the position ids. For ``"yarn"`` the result is also multiplied by
         :func:`rotary_attention_factor`, as transformers' cos and sin tables are.
@@ -432,9 +256,9 @@ def rotate(x, positions, *, base=10000.0, layout="interleaved", scaling=None):
     >>> rotate([[1.0, 0.0, 1.0, 0.0]], [np.pi / 2], base=100.0).round(4)  # pair 0 turns by pi / 2
     array([[0.    , 1.    , 0.9877, 0.1564]])
     """
-    layout = check_rotary_layout(layout)
-    base = check_base(base)
-    parsed = _parse_scaling(scaling, base)
+    layout = check_choice(layout, "layout", ROTARY_LAYOUTS)
+    base = check_real(base, "base", above=1.0)
+    parsed = parse_scaling(scaling, base)
     array = _check_rotary_array(x)
     head_dim = array.shape[-1]
     position_array = check_positions(positions, head_dim)
@@ -443,12 +267,11 @@ def rotate(x, positions, *, base=10000.0, layout="interleaved", scaling=None):
             f"positions must have one entry per row of x (seq = x.shape[-2] = {array.shape[-2]}), "
             f"got {len(position_array)}"
         )
-    if parsed["rope_type"] == "dynamic" and head_dim < 4:
-        raise ValueError(f"x must have head_dim >= 4 for rope_type 'dynamic', got x.shape[-1] = {head_dim}")
+    check_head_dim(head_dim, parsed, "x.shape[-1] (head_dim)")
     seq_len = float(position_array.max()) + 1.0 if len(position_array) else None
-    inv_freq = _frequencies(head_dim, base, parsed, seq_len)
+    inv_freq = inverse_frequencies(head_dim, base, parsed, seq_len)
     angles = np.multiply.outer(position_array, inv_freq)
-    scale = _attention_factor(parsed)
+    scale = parsed.attention_scaling
     cosines, sines = scale * np.cos(angles), scale * np.sin(angles)
     first, second = _pair_indices(layout, head_dim)
     a, b = array[..., first], array[..., second]
@@ -459,7 +282,7 @@ def rotate(x, positions, *, base=10000.0, layout="interleaved", scaling=None):
     return rotated
 
 
-def _check_rotary_array(x) -> np.ndarray:
+def _check_rotary_array(x: object) -> NDArray[np.float64]:
     """``x`` as a float64 array of shape ``(..., seq, head_dim)`` with an even, positive ``head_dim``."""
     accepted = "a real array of shape (..., seq, head_dim) with head_dim positive and even"
     if isinstance(x, (str, bytes, numbers.Number)) or not (hasattr(x, "__len__") or hasattr(x, "__array__")):
@@ -476,7 +299,9 @@ def _check_rotary_array(x) -> np.ndarray:
     return array.astype(np.float64, copy=False)
 
 
-def rotary_weight_permutation(source, target, head_dim, *, n_heads=1):
+def rotary_weight_permutation(
+    source: RotaryLayout, target: RotaryLayout, head_dim: int, *, n_heads: int = 1
+) -> NDArray[np.intp]:
     """Row order that moves a query or key projection from one rotary layout to the other.
 
     Parameters
@@ -516,12 +341,11 @@ def rotary_weight_permutation(source, target, head_dim, *, n_heads=1):
     >>> rotary_weight_permutation("halves", "interleaved", 4, n_heads=2)
     array([0, 2, 1, 3, 4, 6, 5, 7])
     """
-    source = check_rotary_layout(source, "source")
-    target = check_rotary_layout(target, "target")
-    head_dim = check_head_dim(head_dim)
-    n_heads = check_count(n_heads, "n_heads", minimum=1)
-    if n_heads * head_dim > MAX_TABLE_ELEMENTS:
-        check_table_size(n_heads, head_dim, "n_heads", "head_dim")
+    source = check_choice(source, "source", ROTARY_LAYOUTS)
+    target = check_choice(target, "target", ROTARY_LAYOUTS)
+    head_dim = check_d_model(head_dim, name="head_dim")
+    n_heads = check_int(n_heads, "n_heads", minimum=1)
+    check_table_size(n_heads, head_dim, "n_heads", "head_dim")
     source_first, source_second = _pair_indices(source, head_dim)
     target_first, target_second = _pair_indices(target, head_dim)
     within = np.empty(head_dim, dtype=np.intp)

@@ -8,13 +8,16 @@ layer that reads the table is :class:`posenc.nn.ShawRelativeAttention`.
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import NDArray
 
-from posenc._validation import MAX_TABLE_ELEMENTS, check_int_in, check_query_key_lengths
+from posenc._validation import MAX_TABLE_ELEMENTS, check_int, check_query_key_lengths
 
 __all__ = ["shaw_relative_indices"]
 
 
-def shaw_relative_indices(q_len, k_len=None, *, max_distance, offset=None):
+def shaw_relative_indices(
+    q_len: int, k_len: int | None = None, *, max_distance: int, offset: int | None = None
+) -> NDArray[np.int64]:
     r"""Row of the relative-position table that each (query, key) pair reads.
 
     Parameters
@@ -69,7 +72,8 @@ def shaw_relative_indices(q_len, k_len=None, *, max_distance, offset=None):
            [0, 1, 2, 3],
            [0, 0, 1, 2]])
     """
-    max_distance = check_int_in(max_distance, "max_distance", minimum=0, maximum=MAX_TABLE_ELEMENTS // 2)
+    max_distance = check_int(max_distance, "max_distance", minimum=0, maximum=MAX_TABLE_ELEMENTS // 2)
     q_len, k_len, offset = check_query_key_lengths(q_len, k_len, offset)
     relative = np.arange(k_len, dtype=np.int64)[None, :] - (np.arange(q_len, dtype=np.int64) + offset)[:, None]
-    return np.clip(relative, -max_distance, max_distance) + max_distance
+    indices: NDArray[np.int64] = np.clip(relative, -max_distance, max_distance) + max_distance
+    return indices

@@ -7,21 +7,25 @@ a row (the *layout*), and the block-diagonal matrix that shifts a row by a fixed
 from __future__ import annotations
 
 import math
-import numbers
 import os
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike, DTypeLike, NDArray
 
 from posenc._validation import (
-    check_base,
-    check_count,
+    LAYOUTS,
+    Layout,
+    check_choice,
     check_d_model,
     check_float_dtype,
-    check_layout,
+    check_int,
     check_positions,
     check_real,
     check_table_size,
+    is_int,
 )
 
 __all__ = ["frequencies", "sinusoidal", "translation_matrix", "layout_permutation"]
@@ -31,7 +35,7 @@ __all__ = ["frequencies", "sinusoidal", "translation_matrix", "layout_permutatio
 _ANGLES_PER_BLOCK = 2**18
 
 
-def frequencies(d_model, *, base=10000.0):
+def frequencies(d_model: int, *, base: float = 10000.0) -> NDArray[np.float64]:
     r"""Angular frequencies of the sinusoidal encoding, one per (sine, cosine) pair.
 
     Parameters
@@ -68,12 +72,16 @@ def frequencies(d_model, *, base=10000.0):
     >>> frequencies(8)
     array([1.   , 0.1  , 0.01 , 0.001])
     """
-    d_model = check_d_model(d_model)
-    base = check_base(base)
-    return base ** (-np.arange(0, d_model, 2, dtype=np.float64) / d_model)
+    return _frequencies(check_d_model(d_model), check_real(base, "base", above=1.0))
 
 
-def _pair_columns(layout: str, d_model: int) -> tuple[np.ndarray, np.ndarray]:
+def _frequencies(d_model: int, base: float) -> NDArray[np.float64]:
+    """:func:`frequencies` for checked arguments."""
+    omega: NDArray[np.float64] = base ** (-np.arange(0, d_model, 2, dtype=np.float64) / d_model)
+    return omega
+
+
+def _pair_columns(layout: Layout, d_model: int) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
     """Column of the sine and of the cosine of each pair ``i`` in a table of the given layout."""
     pairs = np.arange(d_model // 2)
     if layout == "interleaved":
@@ -83,7 +91,7 @@ def _pair_columns(layout: str, d_model: int) -> tuple[np.ndarray, np.ndarray]:
     return pairs, d_model // 2 + pairs  # "halves": [sin | cos]
 
 
-def _pair_slices(layout: str, d_model: int) -> tuple[slice, slice]:
+def _pair_slices(layout: Layout, d_model: int) -> tuple[slice, slice]:
     """The columns of the sines and of the cosines as slices, for writing through strided views."""
     half = d_model // 2
     if layout == "interleaved":
@@ -93,7 +101,7 @@ def _pair_slices(layout: str, d_model: int) -> tuple[slice, slice]:
     return slice(0, half), slice(half, d_model)  # "halves": [sin | cos]
 
 
-def _phasors(angles: np.ndarray) -> np.ndarray:
+def _phasors(angles: NDArray[np.float64]) -> NDArray[np.complex128]:
     """``exp(1j * angles)`` from float64 ``np.cos`` and ``np.sin``, the only transcendental calls of the fast path."""
     phasors = np.empty(angles.shape, dtype=np.complex128)
     np.cos(angles, out=phasors.real)
@@ -101,7 +109,7 @@ def _phasors(angles: np.ndarray) -> np.ndarray:
     return phasors
 
 
-def _fill_by_doubling(rows: np.ndarray, generators: np.ndarray) -> None:
+def _fill_by_doubling(rows: NDArray[np.complex128], generators: NDArray[np.complex128]) -> None:
     """Fill ``rows[m]`` with ``rows[0] * prod(generators[j] for each set bit j of m)``, in place.
 
     Row ``m + 2**j`` (for ``m < 2**j``) is row ``m`` times ``generators[j]``: every row is a product of at
@@ -135,7 +143,17 @@ def _available_cores() -> int:
     return os.cpu_count() or 1
 
 
-def _progression_table(start, step, n_positions, d_model, *, base, layout, dtype, n_threads=None):
+def _progression_table(
+    start: float,
+    step: float,
+    n_positions: int,
+    d_model: int,
+    *,
+    base: float,
+    layout: Layout,
+    dtype: np.dtype[Any],
+    n_threads: int | None = None,
+) -> NDArray[np.floating[Any]]:
     """The table of the positions ``start + step * r``, ``r < n_positions``, by blocked angle addition.
 
     Arguments are already validated. ``n_threads`` forces the number of threads (tests use it); ``None``
@@ -143,7 +161,7 @@ def _progression_table(start, step, n_positions, d_model, *, base, layout, dtype
     available, one otherwise. The result is the same bit for bit whatever the number of threads: every
     entry is the product of the same two float64 phasors, whichever thread computes it.
     """
-    omega = frequencies(d_model, base=base)
+    omega = _frequencies(d_model, base)
     half = d_model // 2
     table = np.empty((n_positions, d_model), dtype=dtype)
     if n_positions == 0:
@@ -191,7 +209,7 @@ def _progression_table(start, step, n_positions, d_model, *, base, layout, dtype
         tile_rows = min(_TILE_ELEMENTS // half, table.nbytes // (4 * 16 * half))
         tile_rows = 2 ** max(0, int(tile_rows).bit_length() - 1)
 
-        def fill_tile(tile: np.ndarray, rows: slice) -> None:
+        def fill_tile(tile: NDArray[np.complex128], rows: slice) -> None:
             """``tile[j]`` = w of row ``rows.start + j``: whole blocks in one call, else block by block."""
             first_block, stop_block = rows.start // block, -(-rows.stop // block)
             if rows.start % block == 0 and rows.stop - rows.start == (stop_block - first_block) * block:
@@ -221,7 +239,7 @@ def _progression_table(start, step, n_positions, d_model, *, base, layout, dtype
     return table
 
 
-def _run_in_threads(work, n_items: int, n_elements: int, n_threads) -> None:
+def _run_in_threads(work: Callable[[int, int], None], n_items: int, n_elements: int, n_threads: int | None) -> None:
     """Call ``work(first, stop)`` on contiguous parts of ``range(n_items)``, one thread per part.
 
     ``n_threads=None`` means two threads when the table has at least ``_THREADED_MIN_ELEMENTS`` elements
@@ -241,8 +259,16 @@ def _run_in_threads(work, n_items: int, n_elements: int, n_threads) -> None:
 
 
 def sinusoidal(
-    positions, d_model, *, base=10000.0, layout="interleaved", dtype=np.float32, start=0.0, step=1.0, n_threads=None
-):
+    positions: int | ArrayLike,
+    d_model: int,
+    *,
+    base: float = 10000.0,
+    layout: Layout = "interleaved",
+    dtype: DTypeLike = np.float32,
+    start: float = 0.0,
+    step: float = 1.0,
+    n_threads: int | None = None,
+) -> NDArray[np.floating[Any]]:
     r"""The sinusoidal positional-encoding table.
 
     Parameters
@@ -346,11 +372,12 @@ def sinusoidal(
     True
     """
     d_model = check_d_model(d_model)
-    base = check_base(base)
-    layout = check_layout(layout)
-    dtype = check_float_dtype(dtype)
-    if isinstance(positions, numbers.Integral) and not isinstance(positions, (bool, np.bool_)):
-        n_positions = check_count(positions, "positions")
+    base = check_real(base, "base", above=1.0)
+    layout = check_choice(layout, "layout", LAYOUTS)
+    resolved = check_float_dtype(dtype)
+    position_array: NDArray[np.float64] | None
+    if is_int(positions):
+        n_positions = check_int(positions, "positions")
         check_table_size(n_positions, d_model)
         position_array = None
     else:
@@ -359,7 +386,7 @@ def sinusoidal(
     start = check_real(start, "start")
     step = check_real(step, "step")
     if n_threads is not None:
-        n_threads = check_count(n_threads, "n_threads", minimum=1)
+        n_threads = check_int(n_threads, "n_threads", minimum=1)
     if position_array is not None and (start != 0.0 or step != 1.0):
         raise ValueError(
             f"start and step apply to an int count of positions only, got start={start}, step={step} "
@@ -368,7 +395,7 @@ def sinusoidal(
     if position_array is None and not math.isfinite(start + step * max(n_positions - 1, 0)):
         raise ValueError(f"start + step * (positions - 1) must be finite, got start={start}, step={step}")
 
-    if dtype.itemsize <= 4:  # float16 and float32: evenly spaced positions take the fast path
+    if resolved.itemsize <= 4:  # float16 and float32: evenly spaced positions take the fast path
         if position_array is not None and n_positions >= 2:
             first, spacing = position_array[0], position_array[1] - position_array[0]
             if np.array_equal(first + spacing * np.arange(n_positions), position_array):
@@ -376,22 +403,30 @@ def sinusoidal(
         # Generator angles reach |step| * 2 * (n_positions + 256): keep them finite, else go direct.
         if position_array is None and math.isfinite(abs(step) * 2.0 * (n_positions + 256)):
             return _progression_table(
-                start, step, n_positions, d_model, base=base, layout=layout, dtype=dtype, n_threads=n_threads
+                start, step, n_positions, d_model, base=base, layout=layout, dtype=resolved, n_threads=n_threads
             )
     if position_array is None:
         position_array = start + step * np.arange(n_positions, dtype=np.float64)
-    return _direct_table(position_array, d_model, base=base, layout=layout, dtype=dtype, n_threads=n_threads)
+    return _direct_table(position_array, d_model, base=base, layout=layout, dtype=resolved, n_threads=n_threads)
 
 
-def _direct_table(positions, d_model, *, base, layout, dtype, n_threads=None):
+def _direct_table(
+    positions: NDArray[np.float64],
+    d_model: int,
+    *,
+    base: float,
+    layout: Layout,
+    dtype: DTypeLike,
+    n_threads: int | None = None,
+) -> NDArray[np.floating[Any]]:
     """The table of any float64 ``positions``: float64 angles, ``np.sin`` and ``np.cos``, in blocks of rows.
 
     ``n_threads`` as in :func:`_run_in_threads`; ``np.sin`` and ``np.cos`` give the same bits for an
     element wherever it sits in an array, so the split between threads does not change the result.
     """
-    omega = frequencies(d_model, base=base)
+    omega = _frequencies(d_model, base)
     sine_columns, cosine_columns = _pair_slices(layout, d_model)
-    table = np.empty((len(positions), d_model), dtype=dtype)
+    table: NDArray[np.floating[Any]] = np.empty((len(positions), d_model), dtype=dtype)
     rows_per_block = max(1, _ANGLES_PER_BLOCK // len(omega))
 
     def build_rows(first: int, stop: int) -> None:
@@ -405,7 +440,9 @@ def _direct_table(positions, d_model, *, base, layout, dtype, n_threads=None):
     return table
 
 
-def translation_matrix(offset, d_model, *, base=10000.0, layout="interleaved"):
+def translation_matrix(
+    offset: float, d_model: int, *, base: float = 10000.0, layout: Layout = "interleaved"
+) -> NDArray[np.float64]:
     r"""The matrix that shifts every row of a sinusoidal table by ``offset`` positions.
 
     Parameters
@@ -453,11 +490,11 @@ def translation_matrix(offset, d_model, *, base=10000.0, layout="interleaved"):
     """
     offset = check_real(offset, "offset")
     d_model = check_d_model(d_model)
-    base = check_base(base)
-    layout = check_layout(layout)
+    base = check_real(base, "base", above=1.0)
+    layout = check_choice(layout, "layout", LAYOUTS)
     check_table_size(d_model, d_model, "d_model")
 
-    angles = frequencies(d_model, base=base) * offset
+    angles = _frequencies(d_model, base) * offset
     cosines, sines = np.cos(angles), np.sin(angles)
     sine_columns, cosine_columns = _pair_columns(layout, d_model)
     matrix = np.zeros((d_model, d_model))
@@ -468,7 +505,7 @@ def translation_matrix(offset, d_model, *, base=10000.0, layout="interleaved"):
     return matrix
 
 
-def layout_permutation(source, target, d_model):
+def layout_permutation(source: Layout, target: Layout, d_model: int) -> NDArray[np.intp]:
     """Column permutation that turns a table of one layout into the same table in another.
 
     Parameters
@@ -493,8 +530,8 @@ def layout_permutation(source, target, d_model):
     >>> layout_permutation("interleaved", "halves", 6)
     array([0, 2, 4, 1, 3, 5])
     """
-    source = check_layout(source, "source")
-    target = check_layout(target, "target")
+    source = check_choice(source, "source", LAYOUTS)
+    target = check_choice(target, "target", LAYOUTS)
     d_model = check_d_model(d_model)
 
     source_sines, source_cosines = _pair_columns(source, d_model)

@@ -16,14 +16,14 @@ import functools
 import math
 import numbers
 from decimal import Decimal, localcontext
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
-from posenc._validation import MAX_OFFSET, check_flag, check_int_in
+from posenc._validation import check_t5_buckets, is_int
 
 __all__ = ["t5_relative_bucket"]
-
-_MAX_BUCKETS = 2**16  # T5 uses 32; the bucket boundaries are computed once per configuration, one per bucket
 
 _ACCEPTED_POSITIONS = "an int or an array_like of integers (key position - query position)"
 
@@ -46,7 +46,7 @@ def _log_term_reaches(distance: int, k: int, max_exact: int, max_distance: int, 
     g = math.gcd(n_log, k)
     a, b = n_log // g, k // g
     if a <= 64:
-        return distance**a * max_exact**b >= max_distance**b * max_exact**a
+        return bool(distance**a * max_exact**b >= max_distance**b * max_exact**a)
     digits = 40
     while True:
         with localcontext() as context:
@@ -62,7 +62,7 @@ def _log_term_reaches(distance: int, k: int, max_exact: int, max_distance: int, 
 
 
 @functools.lru_cache(maxsize=64)
-def _bucket_boundaries(n_log: int, max_exact: int, max_distance: int) -> np.ndarray:
+def _bucket_boundaries(n_log: int, max_exact: int, max_distance: int) -> NDArray[np.int64]:
     """The distances where the logarithmic buckets begin: entry ``k - 1`` is the smallest ``n`` whose log term
     reaches ``k``, for ``k = 1 .. n_log - 1`` (int64, non-decreasing; read-only, as it is cached)."""
     log_ratio = math.log(max_distance / max_exact)
@@ -84,24 +84,22 @@ def _bucket_boundaries(n_log: int, max_exact: int, max_distance: int) -> np.ndar
     return boundaries
 
 
-def _clipped_relative_positions(relative_position, limit: int) -> np.ndarray:
+def _clipped_relative_positions(relative_position: object, limit: int) -> NDArray[np.int64]:
     """``relative_position`` as an int64 array clipped to ``[-limit, limit]``; refuses non-integers.
 
     Clipping first keeps every later step free of overflow (``abs`` of the most negative int64, a Python
     int beyond int64) and does not change a bucket: every distance ``>= max_distance`` lands in the last
     bucket of its side, and ``limit`` is ``max_distance``.
     """
-    if isinstance(relative_position, (bool, np.bool_)):
-        raise TypeError(f"relative_position must be {_ACCEPTED_POSITIONS}, got bool {relative_position!r}")
-    if isinstance(relative_position, numbers.Integral):  # Python ints of any size, NumPy integer scalars
+    if is_int(relative_position):  # Python ints of any size, NumPy integer scalars
         return np.array(max(-limit, min(limit, int(relative_position))), dtype=np.int64)
-    if isinstance(relative_position, (str, bytes, numbers.Number)) or relative_position is None:
+    if isinstance(relative_position, (str, bytes, numbers.Number, np.bool_)) or relative_position is None:
         raise TypeError(
             f"relative_position must be {_ACCEPTED_POSITIONS}, got {type(relative_position).__name__} "
             f"{relative_position!r}"
         )
     try:
-        array = np.asarray(relative_position)
+        array: NDArray[Any] = np.asarray(relative_position)
     except (TypeError, ValueError, RuntimeError, OverflowError) as error:
         raise TypeError(
             f"relative_position must be {_ACCEPTED_POSITIONS}, got {type(relative_position).__name__}"
@@ -113,12 +111,17 @@ def _clipped_relative_positions(relative_position, limit: int) -> np.ndarray:
             f"relative_position must be {_ACCEPTED_POSITIONS}, got an array of dtype {array.dtype}: "
             "round or cast integer-valued floats yourself"
         )
+    clipped: NDArray[np.int64]
     if np.issubdtype(array.dtype, np.unsignedinteger):
-        return np.minimum(array, limit).astype(np.int64)
-    return np.clip(array.astype(np.int64), -limit, limit)
+        clipped = np.minimum(array, limit).astype(np.int64)
+    else:
+        clipped = np.clip(array.astype(np.int64), -limit, limit)
+    return clipped
 
 
-def t5_relative_bucket(relative_position, *, bidirectional=True, num_buckets=32, max_distance=128):
+def t5_relative_bucket(
+    relative_position: ArrayLike, *, bidirectional: bool = True, num_buckets: int = 32, max_distance: int = 128
+) -> NDArray[np.int64]:
     r"""The T5 bucket of each relative position (key position minus query position).
 
     Parameters
@@ -199,23 +202,9 @@ def t5_relative_bucket(relative_position, *, bidirectional=True, num_buckets=32,
     >>> t5_relative_bucket([-200, -20, -3, 0, 5], bidirectional=False)
     array([31, 17,  3,  0,  0])
     """
-    bidirectional = check_flag(bidirectional, "bidirectional")
-    minimum_buckets = 4 if bidirectional else 2
-    num_buckets = check_int_in(num_buckets, "num_buckets", minimum=minimum_buckets, maximum=_MAX_BUCKETS)
-    if bidirectional and num_buckets % 2:
-        raise ValueError(
-            f"num_buckets must be even when bidirectional=True (half for keys before the query, half for keys "
-            f"after), got {num_buckets}"
-        )
+    bidirectional, num_buckets, max_distance = check_t5_buckets(bidirectional, num_buckets, max_distance)
     side = num_buckets // 2 if bidirectional else num_buckets
     max_exact = side // 2
-    if isinstance(max_distance, numbers.Integral) and not isinstance(max_distance, (bool, np.bool_)):
-        if max_distance <= max_exact:
-            raise ValueError(
-                f"max_distance must be an int > max_exact = {max_exact} (num_buckets={num_buckets}, "
-                f"bidirectional={bidirectional}) and <= {MAX_OFFSET}, got {max_distance}"
-            )
-    max_distance = check_int_in(max_distance, "max_distance", minimum=max_exact + 1, maximum=MAX_OFFSET)
     relative = _clipped_relative_positions(relative_position, max_distance)
 
     if bidirectional:
@@ -228,4 +217,5 @@ def t5_relative_bucket(relative_position, *, bidirectional=True, num_buckets=32,
     # after all side - max_exact - 1 boundaries, which is T5's clamp.
     boundaries = _bucket_boundaries(side - max_exact, max_exact, max_distance)
     large = max_exact + np.searchsorted(boundaries, distance, side="right")
-    return buckets + np.where(distance < max_exact, distance, large)
+    result: NDArray[np.int64] = buckets + np.where(distance < max_exact, distance, large)
+    return result

@@ -31,19 +31,24 @@ ALiBi and T5
 from __future__ import annotations
 
 import math
-import numbers
 import sys
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 import posenc
 from posenc._validation import (
-    check_base,
-    check_count,
+    ROTARY_LAYOUTS,
+    Layout,
+    RotaryLayout,
+    check_choice,
     check_flag,
+    check_int,
     check_real,
-    check_rotary_layout,
     check_table_size,
+    is_int,
 )
 
 __all__ = [
@@ -67,54 +72,32 @@ _MAX_CHECK_ELEMENTS = 2**22
 """Largest array (elements) a check builds, so that every check runs in well under a second."""
 
 
-# --- Argument checks (of the check's own parameters) ------------------------------------------------------
+_MAX_SEED = 2**32 - 1
+"""Largest seed a check accepts (the checks draw their inputs from ``np.random.default_rng(seed)``)."""
+
+Implementation = Callable[..., Any]
+"""What a check calls: a function, or a ``torch.nn.Module`` (callable, and typed by torch)."""
 
 
-def _check_implementation(fn, name: str):
+def _check_implementation(fn: object, name: str) -> None:
     if not callable(fn):
         raise TypeError(f"{name} must be a callable (a function or a torch.nn.Module), got {type(fn).__name__}")
-    return fn
-
-
-def _check_positive(value, name: str) -> float:
-    value = check_real(value, name)
-    if value <= 0:
-        raise ValueError(f"{name} must be a finite real number > 0, got {value}")
-    return value
-
-
-def _check_even(value, name: str, *, maximum: int) -> int:
-    value = check_count(value, name, minimum=2)
-    if value % 2 or value > maximum:
-        raise ValueError(f"{name} must be an even int in [2, {maximum}], got {value}")
-    return value
-
-
-def _check_bounded_count(value, name: str, *, minimum: int, maximum: int) -> int:
-    value = check_count(value, name, minimum=minimum)
-    if value > maximum:
-        raise ValueError(f"{name} must be an int in [{minimum}, {maximum}], got {value}")
-    return value
-
-
-def _check_seed(seed) -> int:
-    return _check_bounded_count(seed, "seed", minimum=0, maximum=2**32 - 1)
 
 
 # --- Calling an implementation and reading what it returns ------------------------------------------------
 
 
-def _is_torch_module(fn) -> bool:
+def _is_torch_module(fn: object) -> bool:
     torch = sys.modules.get("torch")  # a Module can only exist if torch is already imported
     return torch is not None and isinstance(fn, torch.nn.Module)
 
 
-def _tensor(array, dtype_name: str):
+def _tensor(array: NDArray[Any], dtype_name: str) -> Any:  # a torch.Tensor, torch not imported here
     torch = sys.modules["torch"]
     return torch.as_tensor(np.ascontiguousarray(array), dtype=getattr(torch, dtype_name))
 
 
-def _call(fn, description: str, *args, **kwargs):
+def _call(fn: Implementation, description: str, *args: Any, **kwargs: Any) -> Any:
     """``fn(*args, **kwargs)``; any exception it raises becomes an AssertionError that names the call."""
     try:
         return fn(*args, **kwargs)
@@ -124,8 +107,8 @@ def _call(fn, description: str, *args, **kwargs):
         raise AssertionError(f"{description} raised {type(error).__name__}: {error}") from error
 
 
-def _as_array(result, description: str, *, dtype=np.float64) -> np.ndarray:
-    """The result of an implementation as a NumPy array of ``dtype`` (tensors of any dtype accepted)."""
+def _as_array(result: Any, description: str) -> NDArray[np.float64]:
+    """The result of an implementation as a float64 NumPy array (tensors of any dtype accepted)."""
     if hasattr(result, "detach") and hasattr(result, "cpu"):  # a torch tensor, without importing torch
         result = result.detach().cpu()
         result = result.double() if result.is_floating_point() else result
@@ -134,17 +117,19 @@ def _as_array(result, description: str, *, dtype=np.float64) -> np.ndarray:
         array = np.asarray(result)
         if array.dtype == object or np.iscomplexobj(array):
             raise TypeError(f"dtype {array.dtype}")
-        return array.astype(dtype)
+        return array.astype(np.float64)
     except (TypeError, ValueError) as error:
         raise AssertionError(f"{description} returned {type(result).__name__}, not a real array ({error})") from error
 
 
-def _expect_shape(array: np.ndarray, shape: tuple, description: str) -> None:
+def _expect_shape(array: NDArray[Any], shape: tuple[int, ...], description: str) -> None:
     if array.shape != shape:
         raise AssertionError(f"{description} returned shape {array.shape}, expected {shape}")
 
 
-def _rotate_with(fn, x: np.ndarray, positions: np.ndarray, description: str) -> np.ndarray:
+def _rotate_with(
+    fn: Implementation, x: NDArray[np.float64], positions: NDArray[np.float64], description: str
+) -> NDArray[np.float64]:
     """Call a rotary implementation ``fn(x, positions)`` (a Module gets ``fn(x, positions=positions)``)."""
     if _is_torch_module(fn):
         out = _call(fn, description, _tensor(x, "float32"), positions=_tensor(positions, "float64"))
@@ -155,7 +140,7 @@ def _rotate_with(fn, x: np.ndarray, positions: np.ndarray, description: str) -> 
     return out
 
 
-def _rotate_at_offset(fn, x: np.ndarray, offset: int, description: str) -> np.ndarray:
+def _rotate_at_offset(fn: Implementation, x: NDArray[np.float64], offset: int, description: str) -> NDArray[np.float64]:
     """Call a rotary implementation ``fn(x, offset=offset)`` (positions ``offset, offset + 1, ...``)."""
     x_in = _tensor(x, "float32") if _is_torch_module(fn) else x.copy()
     out = _as_array(_call(fn, description, x_in, offset=offset), description)
@@ -163,7 +148,7 @@ def _rotate_at_offset(fn, x: np.ndarray, offset: int, description: str) -> np.nd
     return out
 
 
-def _pairs(array: np.ndarray, layout: str) -> tuple[np.ndarray, np.ndarray]:
+def _pairs(array: NDArray[np.float64], layout: RotaryLayout) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """The first and second member of every rotated pair of the last axis, in pair order."""
     half = array.shape[-1] // 2
     if layout == "interleaved":
@@ -171,21 +156,28 @@ def _pairs(array: np.ndarray, layout: str) -> tuple[np.ndarray, np.ndarray]:
     return array[..., :half], array[..., half:]
 
 
-def _show(values: np.ndarray) -> str:
+def _show(values: NDArray[Any]) -> str:
     return np.array2string(values, precision=4, separator=", ", threshold=12)
 
 
-def _wrap(angle: np.ndarray) -> np.ndarray:
+def _wrap(angle: NDArray[np.float64]) -> NDArray[np.float64]:
     """Angles folded into [-pi, pi)."""
-    return (angle + np.pi) % (2 * np.pi) - np.pi
+    folded: NDArray[np.float64] = (angle + np.pi) % (2 * np.pi) - np.pi
+    return folded
 
 
 # --- Sinusoidal ----------------------------------------------------------------------------------------------
 
 
 def assert_sinusoidal_matches_reference(
-    table_fn, *, n_positions=128, d_model=64, base=10000.0, layout="interleaved", atol=1e-5
-):
+    table_fn: Implementation,
+    *,
+    n_positions: int = 128,
+    d_model: int = 64,
+    base: float = 10000.0,
+    layout: Layout = "interleaved",
+    atol: float = 1e-5,
+) -> None:
     r"""Check that ``table_fn(n_positions, d_model)`` is the sinusoidal table of Vaswani et al.
 
     Parameters
@@ -243,14 +235,14 @@ def assert_sinusoidal_matches_reference(
     AssertionError: table_fn(128, 64) differs from the sinusoidal table in 63 of 64 columns...
     """
     _check_implementation(table_fn, "table_fn")
-    n_positions = _check_bounded_count(n_positions, "n_positions", minimum=2, maximum=_MAX_CHECK_ELEMENTS)
-    d_model = _check_even(d_model, "d_model", maximum=_MAX_CHECK_ELEMENTS)
+    n_positions = check_int(n_positions, "n_positions", minimum=2, maximum=_MAX_CHECK_ELEMENTS)
+    d_model = check_int(d_model, "d_model", minimum=2, maximum=_MAX_CHECK_ELEMENTS, even=True)
     check_table_size(n_positions, d_model, "n_positions", "d_model")
     if n_positions * d_model > _MAX_CHECK_ELEMENTS:
         raise ValueError(f"n_positions x d_model must be at most {_MAX_CHECK_ELEMENTS}, got {n_positions * d_model}")
-    base = check_base(base)
+    base = check_real(base, "base", above=1.0)
     reference = posenc.sinusoidal(n_positions, d_model, base=base, layout=layout, dtype=np.float64)
-    atol = _check_positive(atol, "atol")
+    atol = check_real(atol, "atol", above=0.0)
 
     call = f"table_fn({n_positions}, {d_model})"
     table = _as_array(_call(table_fn, call, n_positions, d_model), call)
@@ -276,7 +268,9 @@ def assert_sinusoidal_matches_reference(
     )
 
 
-def assert_sinusoidal_odd_width_handled(table_fn, *, n_positions=16, d_model=7, base=10000.0, atol=1e-5):
+def assert_sinusoidal_odd_width_handled(
+    table_fn: Implementation, *, n_positions: int = 16, d_model: int = 7, base: float = 10000.0, atol: float = 1e-5
+) -> None:
     r"""Check that an odd ``d_model`` is either refused with a ``ValueError`` or computed by the formula.
 
     Parameters
@@ -325,24 +319,24 @@ def assert_sinusoidal_odd_width_handled(table_fn, *, n_positions=16, d_model=7, 
     >>> assert_sinusoidal_odd_width_handled(posenc.sinusoidal)  # refuses odd widths with a ValueError
     """
     _check_implementation(table_fn, "table_fn")
-    n_positions = _check_bounded_count(n_positions, "n_positions", minimum=1, maximum=4096)
-    d_model = _check_bounded_count(d_model, "d_model", minimum=1, maximum=4095)
+    n_positions = check_int(n_positions, "n_positions", minimum=1, maximum=4096)
+    d_model = check_int(d_model, "d_model", minimum=1, maximum=4095)
     if d_model % 2 == 0:
         raise ValueError(f"d_model must be an odd int in [1, 4095], got {d_model}")
-    base = check_base(base)
-    atol = _check_positive(atol, "atol")
+    base = check_real(base, "base", above=1.0)
+    atol = check_real(atol, "atol", above=0.0)
 
     call = f"table_fn({n_positions}, {d_model})"
     try:
         result = table_fn(n_positions, d_model)
-    except Exception as error:  # a refusal is a ValueError that says what is wrong with d_model
-        refusal = isinstance(error, ValueError) and any(word in str(error) for word in ("d_model", "even", "odd"))
+    except Exception as raised:  # a refusal is a ValueError that says what is wrong with d_model
+        refusal = isinstance(raised, ValueError) and any(word in str(raised) for word in ("d_model", "even", "odd"))
         if refusal:
             return
         raise AssertionError(
-            f"{call} raised {type(error).__name__}: {error}. An odd d_model must be refused with a ValueError "
+            f"{call} raised {type(raised).__name__}: {raised}. An odd d_model must be refused with a ValueError "
             f"that names d_model, or computed by the formula (the last column an unpaired sine)"
-        ) from error
+        ) from raised
     table = _as_array(result, call)
     _expect_shape(table, (n_positions, d_model), call)
     # base**(-2i/d) = (base**((d+1)/d))**(-2i/(d+1)): the even table one column wider, last column dropped
@@ -366,8 +360,14 @@ def _rotary_tolerance(largest_angle: float) -> float:
 
 
 def assert_rotary_angles_accurate(
-    rotate_fn, *, head_dim=64, n_positions=16384, base=10000.0, layout="interleaved", atol=None
-):
+    rotate_fn: Implementation,
+    *,
+    head_dim: int = 64,
+    n_positions: int = 16384,
+    base: float = 10000.0,
+    layout: RotaryLayout = "interleaved",
+    atol: float | None = None,
+) -> None:
     r"""Check every rotation angle of a rotary implementation against the float64 reference.
 
     Parameters
@@ -432,17 +432,17 @@ def assert_rotary_angles_accurate(
     AssertionError: ... of 524288 rotary angles are off by more than ...
     """
     _check_implementation(rotate_fn, "rotate_fn")
-    head_dim = _check_even(head_dim, "head_dim", maximum=4096)
-    n_positions = _check_bounded_count(n_positions, "n_positions", minimum=1, maximum=_MAX_POSITION)
+    head_dim = check_int(head_dim, "head_dim", minimum=2, maximum=4096, even=True)
+    n_positions = check_int(n_positions, "n_positions", minimum=1, maximum=_MAX_POSITION)
     if n_positions * head_dim > _MAX_CHECK_ELEMENTS:
         raise ValueError(
             f"n_positions x head_dim must be at most {_MAX_CHECK_ELEMENTS}, got {n_positions} x {head_dim}"
         )
-    base = check_base(base)
-    layout = check_rotary_layout(layout)
+    base = check_real(base, "base", above=1.0)
+    layout = check_choice(layout, "layout", ROTARY_LAYOUTS)
     positions = np.arange(n_positions, dtype=np.float64)
     largest_angle = float(positions[-1])  # pair 0 has frequency 1
-    atol = _rotary_tolerance(largest_angle) if atol is None else _check_positive(atol, "atol")
+    atol = _rotary_tolerance(largest_angle) if atol is None else check_real(atol, "atol", above=0.0)
 
     x = np.zeros((n_positions, head_dim))
     first, _ = _pairs(x, layout)
@@ -474,9 +474,16 @@ def assert_rotary_angles_accurate(
 
 
 def assert_rotary_scores_depend_on_offset_only(
-    rotate_fn, *, head_dim=64, distances=(0, 1, 7, 100), shifts=(0, 1024, 16384), base=10000.0,
-    layout="interleaved", rtol=None, seed=0,
-):  # fmt: skip
+    rotate_fn: Implementation,
+    *,
+    head_dim: int = 64,
+    distances: Sequence[int] = (0, 1, 7, 100),
+    shifts: Sequence[int] = (0, 1024, 16384),
+    base: float = 10000.0,
+    layout: RotaryLayout = "interleaved",
+    rtol: float | None = None,
+    seed: int = 0,
+) -> None:
     r"""Check that a rotary attention score depends on the offset ``m - n`` only, at every shift tried.
 
     Parameters
@@ -530,16 +537,16 @@ def assert_rotary_scores_depend_on_offset_only(
     >>> assert_rotary_scores_depend_on_offset_only(posenc.rotate)
     """
     _check_implementation(rotate_fn, "rotate_fn")
-    head_dim = _check_even(head_dim, "head_dim", maximum=4096)
-    distances = _check_int_sequence(distances, "distances", low=-(2**20), high=2**20)
-    shifts = _check_int_sequence(shifts, "shifts", low=0, high=2**23)
-    base = check_base(base)
-    layout = check_rotary_layout(layout)
-    seed = _check_seed(seed)
-    query_positions = (shifts[:, None] + distances[None, :]).ravel().astype(np.float64)
-    key_positions = np.repeat(shifts, len(distances)).astype(np.float64)
+    head_dim = check_int(head_dim, "head_dim", minimum=2, maximum=4096, even=True)
+    distance_array = _check_int_sequence(distances, "distances", low=-(2**20), high=2**20)
+    shift_array = _check_int_sequence(shifts, "shifts", low=0, high=2**23)
+    base = check_real(base, "base", above=1.0)
+    layout = check_choice(layout, "layout", ROTARY_LAYOUTS)
+    seed = check_int(seed, "seed", maximum=_MAX_SEED)
+    query_positions = (shift_array[:, None] + distance_array[None, :]).ravel().astype(np.float64)
+    key_positions = np.repeat(shift_array, len(distance_array)).astype(np.float64)
     largest = float(np.abs(np.concatenate([query_positions, key_positions])).max())
-    rtol = _rotary_tolerance(largest) if rtol is None else _check_positive(rtol, "rtol")
+    rtol = _rotary_tolerance(largest) if rtol is None else check_real(rtol, "rtol", above=0.0)
 
     rng = np.random.default_rng(seed)
     q, k = rng.standard_normal((2, head_dim))
@@ -549,9 +556,11 @@ def assert_rotary_scores_depend_on_offset_only(
     got_k = _rotate_with(rotate_fn, np.tile(k, (count, 1)), key_positions, "rotate_fn(keys, positions)")
     got = np.einsum("sd,sd->s", got_q, got_k)
     # The reference for offset d, computed at the unshifted positions (d, 0) in float64.
-    ref_q = posenc.rotate(np.tile(q, (len(distances), 1)), distances.astype(np.float64), base=base, layout=layout)
+    ref_q = posenc.rotate(
+        np.tile(q, (len(distance_array), 1)), distance_array.astype(np.float64), base=base, layout=layout
+    )
     ref_k = posenc.rotate(k[None, :], np.zeros(1), base=base, layout=layout)
-    want = np.tile(ref_q @ ref_k[0], len(shifts))
+    want = np.tile(ref_q @ ref_k[0], len(shift_array))
     error = np.abs(got - want) / scale
     error = np.where(np.isfinite(error), error, np.inf)
     if error.max() <= rtol:
@@ -567,7 +576,7 @@ def assert_rotary_scores_depend_on_offset_only(
     )
 
 
-def _check_int_sequence(values, name: str, *, low: int, high: int) -> np.ndarray:
+def _check_int_sequence(values: object, name: str, *, low: int, high: int) -> NDArray[np.int64]:
     """A 1-D sequence of 1 to 64 ints in ``[low, high]``, as an int64 array."""
     accepted = f"a non-empty sequence of at most 64 ints in [{low}, {high}]"
     if isinstance(values, (str, bytes, dict)) or not hasattr(values, "__len__") or not hasattr(values, "__iter__"):
@@ -576,14 +585,16 @@ def _check_int_sequence(values, name: str, *, low: int, high: int) -> np.ndarray
     if not 0 < len(items) <= 64:
         raise ValueError(f"{name} must be {accepted}, got {len(items)} values")
     for value in items:
-        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        if not is_int(value):
             raise TypeError(f"{name} must be {accepted}, got an element {type(value).__name__} {value!r}")
         if not low <= int(value) <= high:
             raise ValueError(f"{name} must be {accepted}, got {int(value)}")
     return np.array([int(value) for value in items], dtype=np.int64)
 
 
-def assert_rotary_offset_matches_slice(fn, *, head_dim=64, seq_len=16, offset=5, atol=1e-4, seed=0):
+def assert_rotary_offset_matches_slice(
+    fn: Implementation, *, head_dim: int = 64, seq_len: int = 16, offset: int = 5, atol: float = 1e-4, seed: int = 0
+) -> None:
     r"""Check that rotating a tail at ``offset`` gives the tail of rotating the whole sequence.
 
     Parameters
@@ -637,11 +648,11 @@ def assert_rotary_offset_matches_slice(fn, *, head_dim=64, seq_len=16, offset=5,
     AssertionError: fn(tail, offset=5) differs from rows 5 to 20 of fn(whole, offset=0)...
     """
     _check_implementation(fn, "fn")
-    head_dim = _check_even(head_dim, "head_dim", maximum=4096)
-    seq_len = _check_bounded_count(seq_len, "seq_len", minimum=1, maximum=4096)
-    offset = _check_bounded_count(offset, "offset", minimum=1, maximum=4096)
-    atol = _check_positive(atol, "atol")
-    seed = _check_seed(seed)
+    head_dim = check_int(head_dim, "head_dim", minimum=2, maximum=4096, even=True)
+    seq_len = check_int(seq_len, "seq_len", minimum=1, maximum=4096)
+    offset = check_int(offset, "offset", minimum=1, maximum=4096)
+    atol = check_real(atol, "atol", above=0.0)
+    seed = check_int(seed, "seed", maximum=_MAX_SEED)
     whole = np.random.default_rng(seed).standard_normal((offset + seq_len, head_dim))
     tail = whole[offset:]
     scale = float(np.abs(whole).max())
@@ -667,7 +678,15 @@ def assert_rotary_offset_matches_slice(fn, *, head_dim=64, seq_len=16, offset=5,
     )
 
 
-def assert_rotary_calls_independent(fn, *, head_dim=64, short_len=16, long_len=4096, atol=1e-6, seed=0):
+def assert_rotary_calls_independent(
+    fn: Implementation,
+    *,
+    head_dim: int = 64,
+    short_len: int = 16,
+    long_len: int = 4096,
+    atol: float = 1e-6,
+    seed: int = 0,
+) -> None:
     r"""Check that a rotary call gives the same result before and after a long call: no stale state.
 
     Parameters
@@ -714,15 +733,15 @@ def assert_rotary_calls_independent(fn, *, head_dim=64, short_len=16, long_len=4
     >>> assert_rotary_calls_independent(lambda x, offset=0: posenc.rotate(x, offset + np.arange(len(x))))
     """
     _check_implementation(fn, "fn")
-    head_dim = _check_even(head_dim, "head_dim", maximum=4096)
-    short_len = _check_bounded_count(short_len, "short_len", minimum=1, maximum=4096)
-    long_len = _check_bounded_count(long_len, "long_len", minimum=2, maximum=2**16)
+    head_dim = check_int(head_dim, "head_dim", minimum=2, maximum=4096, even=True)
+    short_len = check_int(short_len, "short_len", minimum=1, maximum=4096)
+    long_len = check_int(long_len, "long_len", minimum=2, maximum=2**16)
     if long_len <= short_len:
         raise ValueError(f"long_len must be greater than short_len = {short_len}, got {long_len}")
     if long_len * head_dim > _MAX_CHECK_ELEMENTS:
         raise ValueError(f"long_len x head_dim must be at most {_MAX_CHECK_ELEMENTS}, got {long_len} x {head_dim}")
-    atol = _check_positive(atol, "atol")
-    seed = _check_seed(seed)
+    atol = check_real(atol, "atol", above=0.0)
+    seed = check_int(seed, "seed", maximum=_MAX_SEED)
     rng = np.random.default_rng(seed)
     short, long = rng.standard_normal((short_len, head_dim)), rng.standard_normal((long_len, head_dim))
     scale = float(np.abs(short).max())
@@ -743,8 +762,16 @@ def assert_rotary_calls_independent(fn, *, head_dim=64, short_len=16, long_len=4
 
 
 def assert_layouts_agree_after_permutation(
-    convert_fn, *, head_dim=8, n_heads=2, source="interleaved", target="halves", d_in=16, base=10000.0, seed=0
-):
+    convert_fn: Implementation,
+    *,
+    head_dim: int = 8,
+    n_heads: int = 2,
+    source: RotaryLayout = "interleaved",
+    target: RotaryLayout = "halves",
+    d_in: int = 16,
+    base: float = 10000.0,
+    seed: int = 0,
+) -> None:
     r"""Check that a weight conversion between rotary layouts keeps every attention score.
 
     Parameters
@@ -802,13 +829,13 @@ def assert_layouts_agree_after_permutation(
     AssertionError: after convert_fn, head 0's attention scores differ...
     """
     _check_implementation(convert_fn, "convert_fn")
-    head_dim = _check_even(head_dim, "head_dim", maximum=1024)
-    n_heads = _check_bounded_count(n_heads, "n_heads", minimum=1, maximum=64)
-    source = check_rotary_layout(source, "source")
-    target = check_rotary_layout(target, "target")
-    d_in = _check_bounded_count(d_in, "d_in", minimum=1, maximum=1024)
-    base = check_base(base)
-    seed = _check_seed(seed)
+    head_dim = check_int(head_dim, "head_dim", minimum=2, maximum=1024, even=True)
+    n_heads = check_int(n_heads, "n_heads", minimum=1, maximum=64)
+    source = check_choice(source, "source", ROTARY_LAYOUTS)
+    target = check_choice(target, "target", ROTARY_LAYOUTS)
+    d_in = check_int(d_in, "d_in", minimum=1, maximum=1024)
+    base = check_real(base, "base", above=1.0)
+    seed = check_int(seed, "seed", maximum=_MAX_SEED)
     rng = np.random.default_rng(seed)
     rows = n_heads * head_dim
     w_query, w_key = rng.standard_normal((2, rows, d_in)) / math.sqrt(d_in)
@@ -822,15 +849,16 @@ def assert_layouts_agree_after_permutation(
         _expect_shape(out, weight.shape, call)
         converted.append(out)
 
-    def head_scores(wq, wk, layout):
+    def head_scores(wq: NDArray[np.float64], wk: NDArray[np.float64], layout: RotaryLayout) -> NDArray[np.float64]:
         q = (tokens @ wq.T).reshape(len(tokens), n_heads, head_dim).transpose(1, 0, 2)
         k = (tokens @ wk.T).reshape(len(tokens), n_heads, head_dim).transpose(1, 0, 2)
         q = posenc.rotate(q, positions, base=base, layout=layout)
         k = posenc.rotate(k, positions, base=base, layout=layout)
-        return q @ k.transpose(0, 2, 1)  # (n_heads, tokens, tokens)
+        scores: NDArray[np.float64] = q @ k.transpose(0, 2, 1)  # (n_heads, tokens, tokens)
+        return scores
 
     want = head_scores(w_query, w_key, source)
-    got = head_scores(*converted, target)
+    got = head_scores(converted[0], converted[1], target)
     scale = float(np.abs(want).max())
     error = np.abs(got - want) / scale
     error = np.where(np.isfinite(error), error, np.inf)
@@ -852,7 +880,7 @@ def assert_layouts_agree_after_permutation(
 # --- ALiBi and T5 ----------------------------------------------------------------------------------------
 
 
-def assert_alibi_slopes_match_reference(slopes_fn, *, max_heads=64, rtol=1e-6):
+def assert_alibi_slopes_match_reference(slopes_fn: Implementation, *, max_heads: int = 64, rtol: float = 1e-6) -> None:
     r"""Check ``slopes_fn(n)`` against the ALiBi slopes for every head count ``n = 1, ..., max_heads``.
 
     Parameters
@@ -900,8 +928,8 @@ def assert_alibi_slopes_match_reference(slopes_fn, *, max_heads=64, rtol=1e-6):
     AssertionError: slopes_fn(3) returned [...] but ALiBi's slopes for 3 heads are [...]...
     """
     _check_implementation(slopes_fn, "slopes_fn")
-    max_heads = _check_bounded_count(max_heads, "max_heads", minimum=1, maximum=1024)
-    rtol = _check_positive(rtol, "rtol")
+    max_heads = check_int(max_heads, "max_heads", minimum=1, maximum=1024)
+    rtol = check_real(rtol, "rtol", above=0.0)
     for n_heads in range(1, max_heads + 1):
         call = f"slopes_fn({n_heads})"
         got = _as_array(_call(slopes_fn, call, n_heads), call).reshape(-1)
@@ -921,7 +949,9 @@ def _t5_sides(bidirectional: bool, num_buckets: int) -> tuple[int, int]:
     return side, side // 2
 
 
-def t5_float32_boundaries(relative_position, *, bidirectional=True, num_buckets=32, max_distance=128):
+def t5_float32_boundaries(
+    relative_position: ArrayLike, *, bidirectional: bool = True, num_buckets: int = 32, max_distance: int = 128
+) -> NDArray[np.bool_]:
     r"""Where T5's float32 formula may give either of two buckets: distances on a bucket boundary.
 
     Parameters
@@ -982,22 +1012,26 @@ def t5_float32_boundaries(relative_position, *, bidirectional=True, num_buckets=
     return np.asarray(on_boundary)  # a 0-d array, not a NumPy scalar, for a scalar input
 
 
-def _t5_offsets(max_distance: int) -> np.ndarray:
+def _t5_offsets(max_distance: int) -> NDArray[np.int64]:
     """Every offset within ``4 * max_distance`` of the query and a few far larger ones, as int64."""
     reach = 4 * max_distance
     far = [-(10**9), -(10**6), -(10**4), 10**4, 10**6, 10**9]
     return np.concatenate([np.arange(-reach, reach + 1), far]).astype(np.int64)
 
 
-def _t5_check_arguments(bucket_fn, bidirectional, num_buckets, max_distance) -> dict:
+def _t5_check_arguments(
+    bucket_fn: Implementation, bidirectional: object, num_buckets: object, max_distance: object
+) -> dict[str, Any]:
     _check_implementation(bucket_fn, "bucket_fn")
     bidirectional = check_flag(bidirectional, "bidirectional")
-    num_buckets = _check_bounded_count(num_buckets, "num_buckets", minimum=2, maximum=1024)
-    max_distance = _check_bounded_count(max_distance, "max_distance", minimum=2, maximum=2**20)
+    num_buckets = check_int(num_buckets, "num_buckets", minimum=2, maximum=1024)
+    max_distance = check_int(max_distance, "max_distance", minimum=2, maximum=2**20)
     return dict(bidirectional=bidirectional, num_buckets=num_buckets, max_distance=max_distance)
 
 
-def _t5_buckets_of(bucket_fn, offsets: np.ndarray, kwargs: dict) -> tuple[str, np.ndarray]:
+def _t5_buckets_of(
+    bucket_fn: Implementation, offsets: NDArray[np.int64], kwargs: dict[str, Any]
+) -> tuple[str, NDArray[np.float64]]:
     """``bucket_fn``'s buckets of ``offsets`` under ``kwargs``, and the call as the messages name it."""
     call = (
         f"bucket_fn(offsets, bidirectional={kwargs['bidirectional']}, num_buckets={kwargs['num_buckets']}, "
@@ -1008,13 +1042,15 @@ def _t5_buckets_of(bucket_fn, offsets: np.ndarray, kwargs: dict) -> tuple[str, n
     return call, got
 
 
-def _t5_first_wrong(wrong: np.ndarray, offsets: np.ndarray) -> int:
+def _t5_first_wrong(wrong: NDArray[np.bool_], offsets: NDArray[np.int64]) -> int:
     """The index of the offset nearest the query among those marked ``wrong``."""
     candidates = np.flatnonzero(wrong)
     return int(candidates[np.argmin(np.abs(offsets[candidates]))])
 
 
-def assert_t5_buckets_in_range(bucket_fn, *, bidirectional=True, num_buckets=32, max_distance=128):
+def assert_t5_buckets_in_range(
+    bucket_fn: Implementation, *, bidirectional: bool = True, num_buckets: int = 32, max_distance: int = 128
+) -> None:
     r"""Check that T5 relative-position buckets lie in ``[0, num_buckets)`` and match T5's, far past ``max_distance``.
 
     Parameters
@@ -1086,7 +1122,9 @@ def assert_t5_buckets_in_range(bucket_fn, *, bidirectional=True, num_buckets=32,
         )
 
 
-def assert_t5_buckets_exact(bucket_fn, *, bidirectional=True, num_buckets=32, max_distance=128):
+def assert_t5_buckets_exact(
+    bucket_fn: Implementation, *, bidirectional: bool = True, num_buckets: int = 32, max_distance: int = 128
+) -> None:
     r"""Check that T5 buckets are the exact ones at every offset, bucket boundaries included.
 
     Parameters

@@ -24,6 +24,7 @@ import torch
 
 from posenc import (
     MAX_TABLE_ELEMENTS,
+    RopeScaling,
     alibi_bias,
     alibi_slopes,
     frequencies,
@@ -135,7 +136,7 @@ BAD_CALLS = {
     "position array one row over the limit": Bad(  # a view of one float: nothing allocated by the caller
         lambda: sinusoidal(np.broadcast_to(np.float32(0), (_ONE_BEYOND,)), 8), ValueError, "positions", large=True
     ),
-    # a flag (check_flag), an int in a range (check_int_in)
+    # a flag (check_flag), an int in a range (check_int)
     "int causal": Bad(lambda: alibi_bias(8, 4, causal=1), TypeError, "causal"),
     "bool n_heads": Bad(lambda: alibi_slopes(True), TypeError, "n_heads"),
     "float n_heads": Bad(lambda: alibi_slopes(8.0), TypeError, "n_heads"),
@@ -162,6 +163,12 @@ BAD_CALLS = {
     "str seq_len": Bad(lambda: rotary_frequencies(8, seq_len="4096"), TypeError, "seq_len"),
     "negative seq_len": Bad(lambda: rotary_frequencies(8, seq_len=-1), ValueError, "seq_len"),
     "scaling not a dict": Bad(lambda: rotary_frequencies(8, scaling="linear"), TypeError, "scaling"),
+    # the typed scaling checks its own fields, built directly or from a dict
+    "RopeScaling.from_dict of a str": Bad(lambda: RopeScaling.from_dict("linear"), TypeError, "scaling"),
+    "RopeScaling with a factor below 1": Bad(lambda: RopeScaling("linear", factor=0.5), ValueError, "factor"),
+    "RopeScaling with a field its type does not use": Bad(
+        lambda: RopeScaling("linear", factor=2.0, beta_fast=8.0), ValueError, "beta_fast"
+    ),
     "scaling with a non-str key": Bad(lambda: rotary_frequencies(8, scaling={1: 2.0}), TypeError, "scaling"),
     "non-str rope_type": Bad(lambda: rotary_frequencies(8, scaling={"rope_type": 1}), TypeError, "rope_type"),
     "unknown rope_type": Bad(lambda: rotary_frequencies(8, scaling={"rope_type": "ntk"}), ValueError, "rope_type"),

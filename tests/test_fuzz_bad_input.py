@@ -37,6 +37,7 @@ from test_bad_input import names_parameter, public_objects, takes_no_input
 
 import posenc
 from posenc import (
+    RopeScaling,
     alibi_bias,
     alibi_slopes,
     frequencies,
@@ -310,6 +311,28 @@ SPECS = {
             scaling={"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 16},
         ),
         _check_rotated,
+    ),
+    "posenc.RopeScaling": Spec(
+        RopeScaling,
+        lambda a: RopeScaling(**a),
+        lambda: dict(
+            rope_type="yarn",
+            factor=4.0,
+            original_max_position_embeddings=16,
+            low_freq_factor=None,  # llama3's: must stay None for yarn
+            high_freq_factor=None,
+            beta_fast=32.0,
+            beta_slow=1.0,
+            truncate=True,
+            mscale=1.0,
+            mscale_all_dim=1.0,
+            attention_factor=None,
+            rope_theta=10000.0,
+        ),
+        lambda out, a: (
+            (isinstance(out, RopeScaling) and math.isfinite(out.attention_scaling) and out.attention_scaling > 0)
+            or pytest.fail(f"returned {out!r}")
+        ),
     ),
     "posenc.rotary_weight_permutation": Spec(
         rotary_weight_permutation,

@@ -21,6 +21,7 @@ Tolerances, and why:
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 
@@ -31,6 +32,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from posenc import (
+    RopeScaling,
     frequencies,
     rotary_attention_factor,
     rotary_frequencies,
@@ -285,6 +287,78 @@ def test_yarn_attention_factor_options():
 def test_old_type_key_and_matching_rope_theta_are_accepted():
     old = {"type": "linear", "factor": 2.0, "rope_theta": 10000.0}
     np.testing.assert_array_equal(rotary_frequencies(8, scaling=old), frequencies(8) / 2.0)
+
+
+# --- RopeScaling: the dict parsed once -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(SCALINGS))
+def test_the_parsed_scaling_gives_what_its_dict_gives(name):
+    """rotary_frequencies, rotary_attention_factor, rotate and RotaryEmbedding take the object as the dict."""
+    scaling = SCALINGS[name]
+    parsed = RopeScaling.from_dict(scaling) if scaling is not None else RopeScaling()
+    np.testing.assert_array_equal(
+        rotary_frequencies(16, scaling=parsed, seq_len=100.0), rotary_frequencies(16, scaling=scaling, seq_len=100.0)
+    )
+    assert rotary_attention_factor(parsed) == rotary_attention_factor(scaling)
+    x = random_array(0, (3, 40, 16))
+    np.testing.assert_array_equal(rotate(x, 40, scaling=parsed), rotate(x, 40, scaling=scaling))
+    q = torch.from_numpy(x)
+    torch.testing.assert_close(RotaryEmbedding(16, scaling=parsed)(q), RotaryEmbedding(16, scaling=scaling)(q))
+
+
+def test_the_module_keeps_the_parsed_scaling():
+    rope = RotaryEmbedding(16, scaling=YARN)
+    assert rope.scaling == RopeScaling.from_dict(YARN)
+    assert rope.attention_factor == rope.scaling.attention_scaling == rotary_attention_factor(YARN)
+    parsed = RopeScaling.from_dict(LLAMA3)
+    assert RotaryEmbedding(16, scaling=parsed).scaling is parsed
+    assert RotaryEmbedding(16).scaling == RopeScaling()
+    assert "rope_type='yarn'" in repr(rope)
+
+
+def test_the_repr_shows_what_was_understood():
+    """The rope type, the keys of that type with the defaults filled in, and the attention scaling; no others."""
+    yarn = RopeScaling.from_dict(YARN)
+    shown = repr(yarn)
+    for text in ("rope_type='yarn'", "factor=8.0", "original_max_position_embeddings=64", "beta_fast=32.0"):
+        assert text in shown
+    for text in ("beta_slow=1.0", "truncate=True", f"attention_scaling={rotary_attention_factor(YARN)!r}"):
+        assert text in shown
+    assert "mscale" not in shown and "low_freq_factor" not in shown
+    linear = repr(RopeScaling.from_dict(LINEAR))
+    assert linear == "RopeScaling(rope_type='linear', factor=4.0, attention_scaling=1.0)"
+
+
+def test_the_attention_scaling_follows_the_fields_it_derives_from():
+    """Frozen, and a replaced factor re-derives YaRN's attention scaling rather than keeping the old one."""
+    yarn = RopeScaling.from_dict(YARN)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        yarn.factor = 2.0
+    assert dataclasses.replace(yarn, factor=2.0).attention_scaling == rotary_attention_factor(dict(YARN, factor=2.0))
+    assert yarn.attention_scaling != rotary_attention_factor(dict(YARN, factor=2.0))
+    given = RopeScaling.from_dict(dict(YARN, attention_factor=0.5))
+    assert dataclasses.replace(given, factor=2.0).attention_scaling == 0.5
+
+
+def test_a_field_the_rope_type_does_not_use_is_refused():
+    """Built by its fields, a RopeScaling refuses what from_dict refuses as an unknown key."""
+    with pytest.raises(ValueError, match="beta_fast"):
+        RopeScaling("linear", factor=2.0, beta_fast=16.0)
+    with pytest.raises(TypeError, match="original_max_position_embeddings"):
+        RopeScaling("yarn", factor=2.0)
+    assert RopeScaling("yarn", factor=8.0, original_max_position_embeddings=64) == RopeScaling.from_dict(YARN)
+
+
+def test_a_parsed_rope_theta_must_agree_with_the_base():
+    parsed = RopeScaling.from_dict(dict(LINEAR, rope_theta=500000.0))
+    with pytest.raises(ValueError, match="rope_theta"):
+        rotary_frequencies(8, scaling=parsed)
+    with pytest.raises(ValueError, match="rope_theta"):
+        RotaryEmbedding(8, scaling=parsed)
+    np.testing.assert_array_equal(
+        rotary_frequencies(8, base=500000.0, scaling=parsed), frequencies(8, base=500000.0) / 4
+    )
 
 
 # --- Parity with transformers: frequencies --------------------------------------------------------------

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from posenc._validation import check_flag, check_int_in, check_query_key_lengths
+from posenc._validation import check_flag, check_int, check_query_key_lengths
 from posenc.alibi import MAX_HEADS, alibi_slopes
 
 __all__ = ["ALiBiBias"]
@@ -48,13 +48,15 @@ class ALiBiBias(nn.Module):
     torch.Size([2, 8, 3, 5])
     """
 
-    def __init__(self, n_heads):
+    slopes: torch.Tensor
+
+    def __init__(self, n_heads: int) -> None:
         super().__init__()
-        self.n_heads = check_int_in(n_heads, "n_heads", minimum=1, maximum=MAX_HEADS)
+        self.n_heads = check_int(n_heads, "n_heads", minimum=1, maximum=MAX_HEADS)
         slopes = torch.from_numpy(alibi_slopes(self.n_heads)).to(torch.float32)
         self.register_buffer("slopes", slopes, persistent=False)
 
-    def forward(self, q_len, k_len=None, *, causal=True) -> torch.Tensor:
+    def forward(self, q_len: int, k_len: int | None = None, *, causal: bool = True) -> torch.Tensor:
         r"""The bias for ``q_len`` queries that are the last ``q_len`` of ``k_len`` key positions.
 
         Parameters

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from posenc._validation import check_count, check_d_model, check_table_size
+from posenc._validation import check_d_model, check_int, check_table_size
 from posenc.nn._checks import check_embeddings
 
 __all__ = ["LearnedPositionalEmbedding"]
@@ -32,6 +32,10 @@ class LearnedPositionalEmbedding(nn.Module):
     Vaswani et al. (2017, Table 3, row E) report "nearly identical results" for learned and sinusoidal
     encodings; they kept the sinusoid because it may let the model extrapolate to longer sequences.
 
+    References
+    ----------
+    .. [1] A. Vaswani et al., "Attention Is All You Need", NeurIPS 2017, arXiv:1706.03762, §3.5 and Table 3.
+
     Examples
     --------
     >>> embedding = LearnedPositionalEmbedding(4, 8)
@@ -39,15 +43,35 @@ class LearnedPositionalEmbedding(nn.Module):
     torch.Size([2, 3, 8])
     """
 
-    def __init__(self, max_len, d_model):
+    def __init__(self, max_len: int, d_model: int) -> None:
         super().__init__()
-        self.max_len = check_count(max_len, "max_len", minimum=1)
+        self.max_len = check_int(max_len, "max_len", minimum=1)
         self.d_model = check_d_model(d_model, even=False)
         check_table_size(self.max_len, self.d_model, "max_len")
         self.weight = nn.Parameter(torch.empty(self.max_len, self.d_model))
         nn.init.normal_(self.weight, std=0.02)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Add the trained vector of each position ``0 ... seq - 1`` to ``x``.
+
+        Parameters
+        ----------
+        x : (batch, seq, d_model) tensor
+            Embeddings, any floating dtype; ``seq <= max_len``.
+
+        Returns
+        -------
+        out : (batch, seq, d_model) tensor
+            ``x + weight[:seq]``, the weight cast to ``x``'s dtype; gradients flow to :attr:`weight`.
+
+        Raises
+        ------
+        TypeError
+            If ``x`` is not a floating tensor.
+        ValueError
+            If ``x`` is not of shape ``(batch, seq, d_model)``, or ``seq > max_len``: no vector was trained
+            for the later positions.
+        """
         seq = check_embeddings(x, self.d_model)
         if seq > self.max_len:
             raise ValueError(

@@ -7,21 +7,34 @@ computation, and kept in a small cache keyed on everything that determines them.
 
 from __future__ import annotations
 
-import numbers
 from collections import OrderedDict
+from collections.abc import Callable, Hashable, Mapping
 
 import numpy as np
 import torch
+from numpy.typing import ArrayLike, NDArray
 from torch import nn
 
-from posenc._validation import check_base, check_head_dim, check_positions, check_rotary_layout
+from posenc._rope import RopeScaling, check_head_dim, inverse_frequencies, parse_scaling
+from posenc._validation import (
+    ROTARY_LAYOUTS,
+    RotaryLayout,
+    check_choice,
+    check_d_model,
+    check_int,
+    check_positions,
+    check_real,
+    is_int,
+)
 from posenc.nn._checks import check_rotary_input
-from posenc.rotary import _attention_factor, _frequencies, _parse_scaling
 
 __all__ = ["RotaryEmbedding"]
 
 _MAX_OFFSET = 2**53
 """Largest ``offset + seq``: positions stay exact integers in float64 up to here."""
+
+_Table = torch.Tensor | tuple[torch.Tensor, torch.Tensor]
+"""A cached table: complex ``(seq, head_dim // 2)`` (interleaved), or ``[cos | cos]`` and ``sin`` (halves)."""
 
 
 class RotaryEmbedding(nn.Module):
@@ -37,17 +50,30 @@ class RotaryEmbedding(nn.Module):
         Which features form a rotated pair: ``2i`` and ``2i + 1`` (RoFormer, GPT-J, Meta's Llama code,
         rotary-embedding-torch) or ``i`` and ``i + head_dim // 2`` (GPT-NeoX, transformers'
         ``rotate_half``). See :func:`posenc.rotary_weight_permutation` to move weights between them.
-    scaling : dict or None, default None
+    scaling : RopeScaling, dict or None, default None
         A transformers-style ``rope_parameters`` dict (``"linear"``, ``"dynamic"``, ``"yarn"``,
-        ``"llama3"``), as in :func:`posenc.rotary_frequencies`.
+        ``"llama3"``) or the :class:`posenc.RopeScaling` parsed from one, as in
+        :func:`posenc.rotary_frequencies`.
+
+    Attributes
+    ----------
+    head_dim : int
+        Features per head.
+    base : float
+        The base of the frequencies.
+    layout : {"interleaved", "halves"}
+        Which features form a rotated pair.
+    scaling : RopeScaling
+        The scaling as parsed (``RopeScaling()`` for ``scaling=None``): its ``repr`` shows the rope type, the
+        factor, the resolved defaults and the attention scaling.
+    attention_factor : float
+        What every rotated feature is multiplied by: ``scaling.attention_scaling``
+        (:func:`posenc.rotary_attention_factor`), 1.0 except for ``"yarn"``.
 
     Notes
     -----
-    ``forward(x, offset=0, positions=None)`` takes ``x`` of shape ``(..., seq, head_dim)``, any floating
-    dtype, and returns the rotated tensor with the same shape, dtype and device; the row ``r`` of ``x``
-    sits at position ``offset + r`` (``offset`` an int ``>= 0``, e.g. the number of tokens already in a
-    key/value cache), or at ``positions[r]`` for a given ``(seq,)`` tensor or array of real positions.
-    There is no maximum length.
+    :meth:`forward` rotates ``x`` of shape ``(..., seq, head_dim)``, the row ``r`` at position
+    ``offset + r`` or ``positions[r]``; there is no maximum length.
 
     *Precision.* Angles are never formed in float32 or bfloat16: the positions and frequencies are float64,
     so is ``position * frequency``, and its cosine and sine are computed in float64 and rounded once, to
@@ -94,24 +120,29 @@ class RotaryEmbedding(nn.Module):
 
     _CACHED_TABLES = 4
 
-    def __init__(self, head_dim, *, base=10000.0, layout="interleaved", scaling=None):
+    def __init__(
+        self,
+        head_dim: int,
+        *,
+        base: float = 10000.0,
+        layout: RotaryLayout = "interleaved",
+        scaling: RopeScaling | Mapping[str, object] | None = None,
+    ) -> None:
         super().__init__()
-        self.head_dim = check_head_dim(head_dim)
-        self.base = check_base(base)
-        self.layout = check_rotary_layout(layout)
-        self._scaling = _parse_scaling(scaling, self.base)
-        if self._scaling["rope_type"] == "dynamic" and self.head_dim < 4:
-            raise ValueError(f"head_dim must be >= 4 for rope_type 'dynamic', got {self.head_dim}")
-        self.scaling = None if scaling is None else dict(scaling)
-        self.attention_factor = _attention_factor(self._scaling)
+        self.head_dim = check_d_model(head_dim, name="head_dim")
+        self.base = check_real(base, "base", above=1.0)
+        self.layout = check_choice(layout, "layout", ROTARY_LAYOUTS)
+        self.scaling = parse_scaling(scaling, self.base)
+        check_head_dim(self.head_dim, self.scaling)
+        self.attention_factor = self.scaling.attention_scaling
         # float64 NumPy, not a buffer: .to(torch.float16) must not round the frequencies.
-        self._inv_freq = None if self._scaling["rope_type"] == "dynamic" else self._frequencies(None)
-        self._tables: OrderedDict = OrderedDict()
+        self._inv_freq = None if self.scaling.rope_type == "dynamic" else self._frequencies(None)
+        self._tables: OrderedDict[Hashable, _Table] = OrderedDict()
 
-    def _frequencies(self, seq_len) -> np.ndarray:
-        return _frequencies(self.head_dim, self.base, self._scaling, seq_len)
+    def _frequencies(self, seq_len: float | None) -> NDArray[np.float64]:
+        return inverse_frequencies(self.head_dim, self.base, self.scaling, seq_len)
 
-    def _build_table(self, positions: np.ndarray, device: torch.device, dtype: torch.dtype):
+    def _build_table(self, positions: NDArray[np.float64], device: torch.device, dtype: torch.dtype) -> _Table:
         """The table of float64 ``positions``: complex ``(seq, half)``, or ``[cos | cos]`` and ``sin``."""
         inv_freq = self._inv_freq
         if inv_freq is None:  # dynamic: the frequencies depend on the length of this call
@@ -126,7 +157,9 @@ class RotaryEmbedding(nn.Module):
         both_cosines = torch.cat((cosines, cosines), dim=-1).to(device=device, dtype=dtype)
         return both_cosines, sines.to(device=device, dtype=dtype)
 
-    def _table(self, key, positions, device, dtype):
+    def _table(
+        self, key: Hashable, positions: Callable[[], NDArray[np.float64]], device: torch.device, dtype: torch.dtype
+    ) -> _Table:
         table = self._tables.get(key)
         if table is None:
             # Built as an ordinary tensor even inside torch.inference_mode() (a validation loop): the cache
@@ -141,10 +174,41 @@ class RotaryEmbedding(nn.Module):
             self._tables.move_to_end(key)
         return table
 
-    def forward(self, x: torch.Tensor, *, offset=0, positions=None) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, *, offset: int = 0, positions: torch.Tensor | ArrayLike | None = None
+    ) -> torch.Tensor:
+        r"""Rotate the queries or keys ``x``: pair ``i`` of a row at position ``p`` turns by ``p`` times its frequency.
+
+        Parameters
+        ----------
+        x : (..., seq, head_dim) tensor
+            Queries or keys, any floating dtype and device, e.g. ``(batch, heads, seq, head_dim)``.
+        offset : int, default 0
+            Position of row 0: row ``r`` sits at ``offset + r``. An int ``>= 0`` with
+            ``offset + seq <= 2**53``, e.g. the number of tokens already in a key/value cache.
+        positions : (seq,) tensor, array_like of real, or None, default None
+            The position of each row instead, any finite reals (fractional included); not with an
+            ``offset``.
+
+        Returns
+        -------
+        rotated : (..., seq, head_dim) tensor
+            ``x`` rotated, with its shape, dtype and device, and multiplied by :attr:`attention_factor`: the
+            float64 rotation of :func:`posenc.rotate` computed in float32 (float64 for a float64 ``x``) from
+            float64 angles, as *Precision* in the class notes describes. Differentiable in ``x``.
+
+        Raises
+        ------
+        TypeError
+            If ``x`` is not a floating tensor, ``offset`` not an int or ``positions`` not real.
+        ValueError
+            If ``x`` does not end in ``head_dim``, ``offset`` is negative or too large, ``positions`` is not
+            finite or not ``seq`` long, or both ``offset`` and ``positions`` are given.
+        """
         seq = check_rotary_input(x, self.head_dim)
         offset = _check_offset(offset, seq)
         dtype = torch.float64 if x.dtype == torch.float64 else torch.float32
+        key: Hashable
         if positions is None:
             key = ("offset", offset, seq, x.device, dtype)
             table = self._table(key, lambda: offset + np.arange(seq, dtype=np.float64), x.device, dtype)
@@ -157,10 +221,10 @@ class RotaryEmbedding(nn.Module):
         # The casts are skipped, not just no-ops, when x already has the computing dtype: at 16 x 4096 x 64 a
         # call costs about 1 ms, and each skipped Python-level step saves about 1% of it (posenc.bench).
         computed = x if x.dtype == dtype else x.to(dtype)
-        if self.layout == "interleaved":
-            rotated = self._rotate_interleaved(computed, table)
-        else:
+        if isinstance(table, tuple):  # the halves layout
             rotated = self._rotate_halves(computed, table)
+        else:
+            rotated = self._rotate_interleaved(computed, table)
         return rotated if rotated.dtype == x.dtype else rotated.to(x.dtype)
 
     @staticmethod
@@ -172,7 +236,7 @@ class RotaryEmbedding(nn.Module):
             x.is_contiguous() or (x.stride(-1) == 1 and not any(stride % 2 for stride in x.stride()[:-1]))
         ):
             x = x.clone(memory_format=torch.contiguous_format)
-        pairs = torch.view_as_complex(x.unflatten(-1, (-1, 2)))
+        pairs = torch.view_as_complex(torch.unflatten(x, -1, (-1, 2)))
         return torch.view_as_real(pairs * table).flatten(-2)
 
     @staticmethod
@@ -190,19 +254,14 @@ class RotaryEmbedding(nn.Module):
         return f"head_dim={self.head_dim}, base={self.base}, layout={self.layout!r}, scaling={self.scaling!r}"
 
 
-def _check_offset(offset, seq: int) -> int:
+def _check_offset(offset: object, seq: int) -> int:
     if type(offset) is int and 0 <= offset <= _MAX_OFFSET - seq:  # the common case, without the checks below
         return offset
     accepted = f"an int >= 0 with offset + seq <= 2**53 (seq = {seq})"
-    if isinstance(offset, (bool, np.bool_)) or not isinstance(offset, numbers.Integral):
-        raise TypeError(f"offset must be {accepted}, got {type(offset).__name__} {offset!r}")
-    offset = int(offset)
-    if offset < 0 or offset + seq > _MAX_OFFSET:
-        raise ValueError(f"offset must be {accepted}, got {offset}")
-    return offset
+    return check_int(offset, "offset", minimum=0, maximum=_MAX_OFFSET - seq, accepted=accepted)
 
 
-def _positions_array(positions, seq: int, head_dim: int) -> np.ndarray:
+def _positions_array(positions: object, seq: int, head_dim: int) -> NDArray[np.float64]:
     """``positions`` (a tensor, array or sequence of ``seq`` finite reals) as float64 NumPy."""
     if isinstance(positions, torch.Tensor):
         if positions.is_complex() or positions.dtype == torch.bool:
@@ -210,7 +269,7 @@ def _positions_array(positions, seq: int, head_dim: int) -> np.ndarray:
         if positions.device.type == "meta":
             raise ValueError("positions must hold values: got a tensor on the meta device")
         positions = positions.detach().to("cpu", torch.float64).numpy()
-    if isinstance(positions, numbers.Integral) and not isinstance(positions, (bool, np.bool_)):
+    if is_int(positions):
         raise TypeError(f"positions must be a (seq,) tensor or array of real positions, got int {positions}")
     array = check_positions(positions, head_dim)
     if len(array) != seq:

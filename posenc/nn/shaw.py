@@ -7,14 +7,7 @@ import math
 import torch
 from torch import nn
 
-from posenc._validation import (
-    MAX_TABLE_ELEMENTS,
-    check_count,
-    check_d_model,
-    check_flag,
-    check_int_in,
-    check_table_size,
-)
+from posenc._validation import MAX_TABLE_ELEMENTS, check_d_model, check_flag, check_int, check_table_size
 from posenc.nn._checks import check_embeddings
 
 __all__ = ["ShawRelativeAttention"]
@@ -76,13 +69,17 @@ class ShawRelativeAttention(nn.Module):
     torch.Size([2, 5, 16])
     """
 
-    def __init__(self, d_model, n_heads, *, max_distance, values=True, causal=False):
+    relative_values: nn.Embedding | None
+
+    def __init__(
+        self, d_model: int, n_heads: int, *, max_distance: int, values: bool = True, causal: bool = False
+    ) -> None:
         super().__init__()
         self.d_model = check_d_model(d_model, even=False)
-        self.n_heads = check_int_in(n_heads, "n_heads", minimum=1, maximum=self.d_model)
+        self.n_heads = check_int(n_heads, "n_heads", minimum=1, maximum=self.d_model)
         if self.d_model % self.n_heads:
             raise ValueError(f"n_heads must divide d_model={self.d_model}, got n_heads={self.n_heads}")
-        self.max_distance = check_int_in(max_distance, "max_distance", minimum=0, maximum=MAX_TABLE_ELEMENTS // 2)
+        self.max_distance = check_int(max_distance, "max_distance", minimum=0, maximum=MAX_TABLE_ELEMENTS // 2)
         self.values = check_flag(values, "values")
         self.causal = check_flag(causal, "causal")
         self.head_dim = self.d_model // self.n_heads
@@ -101,17 +98,41 @@ class ShawRelativeAttention(nn.Module):
         else:
             self.relative_values = None
 
-    def _check_input(self, x) -> int:
+    def _check_input(self, x: torch.Tensor) -> int:
+        """Check ``x`` and return ``seq``, refusing a ``(seq, seq)`` index table over the size limit."""
         seq = check_embeddings(x, self.d_model)
         dtype = self.q_proj.weight.dtype
         if x.dtype != dtype:
             raise TypeError(f"x must have the module's dtype {dtype}, got {x.dtype}: convert x or the module")
+        check_table_size(seq, seq, "seq (x.shape[1])")
         return seq
 
-    def relative_indices(self, seq, device=None) -> torch.Tensor:
-        """``clip(j - i, -k, k) + k`` as a ``(seq, seq)`` int64 tensor (:func:`posenc.shaw_relative_indices`)."""
-        seq = check_count(seq, "seq")
+    def relative_indices(self, seq: int, device: torch.device | str | None = None) -> torch.Tensor:
+        """``clip(j - i, -k, k) + k`` as a ``(seq, seq)`` int64 tensor (:func:`posenc.shaw_relative_indices`).
+
+        Parameters
+        ----------
+        seq : int
+            Sequence length; ``>= 0``, with ``seq * seq`` at most ``posenc.MAX_TABLE_ELEMENTS``.
+        device : torch.device, str or None, default None
+            Where to build the tensor (``None``: the default device).
+
+        Returns
+        -------
+        indices : (seq, seq) int64 tensor
+            Row ``clip(j - i, -max_distance, max_distance) + max_distance`` of the tables, at ``[i, j]``.
+
+        Raises
+        ------
+        TypeError, ValueError
+            If ``seq`` is not an int ``>= 0`` or ``seq * seq`` is too large.
+        """
+        seq = check_int(seq, "seq")
         check_table_size(seq, seq, "seq")
+        return self._relative_indices(seq, device)
+
+    def _relative_indices(self, seq: int, device: torch.device | str | None) -> torch.Tensor:
+        """:meth:`relative_indices` for a checked ``seq``."""
         positions = torch.arange(seq, device=device)
         relative = positions[None, :] - positions[:, None]
         return relative.clamp(-self.max_distance, self.max_distance) + self.max_distance
@@ -154,7 +175,7 @@ class ShawRelativeAttention(nn.Module):
         """
         seq = self._check_input(x)
         queries = self._heads(self.q_proj(x))
-        return self._logits(x, queries, self.relative_indices(seq, x.device))
+        return self._logits(x, queries, self._relative_indices(seq, x.device))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Attend over ``x`` with relative positions.
@@ -178,7 +199,7 @@ class ShawRelativeAttention(nn.Module):
         """
         seq = self._check_input(x)
         batch = x.shape[0]
-        index = self.relative_indices(seq, x.device)
+        index = self._relative_indices(seq, x.device)
         queries = self._heads(self.q_proj(x))
         weights = torch.softmax(self._logits(x, queries, index), dim=-1)
         heads = weights @ self._heads(self.v_proj(x))
@@ -187,7 +208,8 @@ class ShawRelativeAttention(nn.Module):
             per_label = weights.new_zeros(*weights.shape[:-1], 2 * self.max_distance + 1)
             per_label.scatter_add_(-1, index.expand_as(weights), weights)
             heads = heads + per_label @ self.relative_values.weight
-        return self.out_proj(heads.transpose(1, 2).reshape(batch, seq, self.d_model))
+        out: torch.Tensor = self.out_proj(heads.transpose(1, 2).reshape(batch, seq, self.d_model))
+        return out
 
     def extra_repr(self) -> str:
         return (

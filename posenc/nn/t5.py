@@ -6,7 +6,13 @@ import numpy as np
 import torch
 from torch import nn
 
-from posenc._validation import MAX_TABLE_ELEMENTS, check_flag, check_int_in, check_query_key_lengths, check_table_size
+from posenc._validation import (
+    MAX_TABLE_ELEMENTS,
+    check_int,
+    check_query_key_lengths,
+    check_t5_buckets,
+    check_table_size,
+)
 from posenc.t5 import t5_relative_bucket
 
 __all__ = ["T5RelativeBias"]
@@ -53,19 +59,42 @@ class T5RelativeBias(nn.Module):
     True
     """
 
-    def __init__(self, n_heads, *, bidirectional=True, num_buckets=32, max_distance=128):
+    def __init__(
+        self, n_heads: int, *, bidirectional: bool = True, num_buckets: int = 32, max_distance: int = 128
+    ) -> None:
         super().__init__()
-        self.n_heads = check_int_in(n_heads, "n_heads", minimum=1, maximum=MAX_TABLE_ELEMENTS)
-        self.bidirectional = check_flag(bidirectional, "bidirectional")
-        t5_relative_bucket(0, bidirectional=self.bidirectional, num_buckets=num_buckets, max_distance=max_distance)
-        self.num_buckets = int(num_buckets)
-        self.max_distance = int(max_distance)
+        self.n_heads = check_int(n_heads, "n_heads", minimum=1, maximum=MAX_TABLE_ELEMENTS)
+        self.bidirectional, self.num_buckets, self.max_distance = check_t5_buckets(
+            bidirectional, num_buckets, max_distance
+        )
         check_table_size(self.num_buckets, self.n_heads, "num_buckets", "n_heads")
         self.relative_attention_bias = nn.Embedding(self.num_buckets, self.n_heads)
 
-    def buckets(self, q_len, k_len=None) -> torch.Tensor:
-        """The ``(q_len, k_len)`` int64 tensor of buckets, queries being the last ``q_len`` key positions."""
-        q_len, k_len, offset = check_query_key_lengths(q_len, k_len, None)
+    def buckets(self, q_len: int, k_len: int | None = None) -> torch.Tensor:
+        """The ``(q_len, k_len)`` int64 tensor of buckets, queries being the last ``q_len`` key positions.
+
+        Parameters
+        ----------
+        q_len : int
+            Number of queries; ``>= 0``.
+        k_len : int or None, default None
+            Number of keys; ``>= 0``. ``None`` means ``q_len``.
+
+        Returns
+        -------
+        buckets : (q_len, k_len) int64 tensor
+            ``posenc.t5_relative_bucket(j - (k_len - q_len + i))`` at ``[i, j]``, on the device of the weight.
+
+        Raises
+        ------
+        TypeError, ValueError
+            If a length is not an int ``>= 0`` or the result would exceed ``posenc.MAX_TABLE_ELEMENTS``.
+        """
+        q_len, k_len, _ = check_query_key_lengths(q_len, k_len, None)
+        return self._buckets(q_len, k_len)
+
+    def _buckets(self, q_len: int, k_len: int) -> torch.Tensor:
+        """:meth:`buckets` for checked lengths."""
         device = self.relative_attention_bias.weight.device
         # Buckets depend on j - i only: compute them once per distinct relative position, then spread.
         distinct = torch.from_numpy(
@@ -80,7 +109,7 @@ class T5RelativeBias(nn.Module):
         index = torch.arange(k_len, device=device)[None, :] - torch.arange(q_len, device=device)[:, None] + q_len - 1
         return distinct[index] if q_len and k_len else torch.zeros(q_len, k_len, dtype=torch.int64, device=device)
 
-    def forward(self, q_len, k_len=None) -> torch.Tensor:
+    def forward(self, q_len: int, k_len: int | None = None) -> torch.Tensor:
         """The bias for ``q_len`` queries that are the last ``q_len`` of ``k_len`` key positions.
 
         Parameters
@@ -104,8 +133,9 @@ class T5RelativeBias(nn.Module):
         ValueError
             If a length is negative or the bias would exceed ``posenc.MAX_TABLE_ELEMENTS`` elements.
         """
-        check_query_key_lengths(q_len, k_len, None, self.n_heads, "n_heads")
-        return self.relative_attention_bias(self.buckets(q_len, k_len)).permute(2, 0, 1)
+        q_len, k_len, _ = check_query_key_lengths(q_len, k_len, None, self.n_heads, "n_heads")
+        bias: torch.Tensor = self.relative_attention_bias(self._buckets(q_len, k_len))
+        return bias.permute(2, 0, 1)
 
     def extra_repr(self) -> str:
         return (
