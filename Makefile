@@ -40,8 +40,8 @@ book: $(STAMP) $(KERNEL_CONFIG)
 
 # ruff (configured in pyproject.toml; notebooks/ruff.toml formats chapters to 80 columns).
 lint: $(STAMP)
-	$(BIN)/ruff check posenc tests notebooks book/draw_favicon.py
-	$(BIN)/ruff format --check posenc tests notebooks book/draw_favicon.py
+	$(BIN)/ruff check posenc tests notebooks book/draw_favicon.py book/_ext
+	$(BIN)/ruff format --check posenc tests notebooks book/draw_favicon.py book/_ext
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest --doctest-modules posenc tests
