@@ -41,8 +41,8 @@ book: $(STAMP) $(KERNEL_CONFIG)
 # ruff (configured in pyproject.toml; notebooks/ruff.toml formats chapters to 80 columns), then mypy, strict,
 # over the library (pyproject.toml, [tool.mypy]).
 lint: $(STAMP)
-	$(BIN)/ruff check posenc book/posenc_book tests notebooks book/draw_favicon.py
-	$(BIN)/ruff format --check posenc book/posenc_book tests notebooks book/draw_favicon.py
+	$(BIN)/ruff check posenc book/posenc_book tests notebooks book/draw_favicon.py book/_ext
+	$(BIN)/ruff format --check posenc book/posenc_book tests notebooks book/draw_favicon.py book/_ext
 	$(BIN)/mypy posenc
 
 unit: $(STAMP)

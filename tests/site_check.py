@@ -17,7 +17,10 @@ visit). A page passes when it
 * has every image decoded (``naturalWidth > 0``);
 * has every internal link resolve, ``#anchor`` included;
 * has no external link in the theme's chrome (outside the article), and, for a book, the
-  previous/next links of the TOC order and, for a notebook, a download link to its ``.ipynb``.
+  previous/next links of the TOC order and, for a notebook, a download link to its ``.ipynb``;
+* for a page of the API reference (``book/api/*.rst``), has an element whose ``id`` is each object its
+  autodoc directives document (``posenc.nn.RotaryEmbedding``, ``posenc.nn.RotaryEmbedding.forward``, ...):
+  an object autodoc could not render, or a method it skipped, leaves no entry.
 
 It prints one row per page, saves a full-page screenshot of each page (for a person to look at), and
 exits non-zero if any page fails. Site-wide, ``/favicon.ico`` must answer with an image (browsers and
@@ -43,6 +46,7 @@ import functools
 import html.parser
 import http.server
 import os
+import re
 import socket
 import sys
 import threading
@@ -275,6 +279,44 @@ async () => {
 """
 
 
+REFERENCE_DIR = Path("book") / "api"
+"""The API reference's pages, relative to the book's root: one reStructuredText page per module."""
+
+_AUTODOC = re.compile(r"^\.\. (?:auto|py:)(module|function|class|data|exception)::\s*(\S+)\s*$")
+_MEMBERS = re.compile(r"^\s+:members:\s*(\S.*)$")
+
+
+def documented_ids(text: str) -> list[str]:
+    """The HTML ids of the entries the autodoc directives in the page source ``text`` produce, in order.
+
+    ``.. automodule:: posenc.nn`` gives ``module-posenc.nn``; ``.. autoclass:: posenc.nn.RotaryEmbedding``
+    with ``:members: forward`` gives ``posenc.nn.RotaryEmbedding`` and ``posenc.nn.RotaryEmbedding.forward``.
+    Names are written in full in the directives (the reference pages use no ``currentmodule``).
+    """
+    ids: list[str] = []
+    owner = None
+    for line in text.splitlines():
+        directive = _AUTODOC.match(line)
+        members = _MEMBERS.match(line)
+        if directive:
+            kind, name = directive.groups()
+            ids.append(f"module-{name}" if kind == "module" else name)
+            owner = name if kind == "class" else None
+        elif members and owner:
+            ids += [f"{owner}.{member.strip()}" for member in members.group(1).split(",")]
+        elif line.strip() and not line.startswith(" "):
+            owner = None
+    return ids
+
+
+def reference_ids(root: Path = ROOT) -> dict[str, frozenset[str]]:
+    """For each page of the API reference under ``root``, the HTML page and the ids it must hold."""
+    return {
+        (REFERENCE_DIR / source.name).with_suffix(".html").as_posix(): frozenset(documented_ids(source.read_text()))
+        for source in sorted((root / REFERENCE_DIR).glob("*.rst"))
+    }
+
+
 _SEARCH_FINISHED_JS = '() => (document.querySelector("#search-results h2") || {}).innerText === "Search Results"'
 
 
@@ -286,12 +328,14 @@ def check_pages(
     prev_next: bool = False,
     notebooks: frozenset[str] = frozenset(),
     search_word: str | None = None,
+    required_ids: dict[str, frozenset[str]] | None = None,
 ) -> tuple[list[PageReport], list[str]]:
     """Visit ``pages`` (paths relative to ``html_dir``) in Chromium; return a report per page and site-wide failures.
 
     ``prev_next`` demands that page ``k`` links back to page ``k - 1`` and on to page ``k + 1`` (the theme's
     footer). ``notebooks`` are the pages that must offer their ``.ipynb`` for download. ``search_word``, if
-    given, is searched for on ``search.html`` and must give at least one result.
+    given, is searched for on ``search.html`` and must give at least one result. ``required_ids`` maps a
+    page to the element ids it must hold (the entries of the API reference: :func:`reference_ids`).
     """
     from playwright.sync_api import Error as PlaywrightError
     from playwright.sync_api import sync_playwright
@@ -361,6 +405,8 @@ def check_pages(
                 ):
                     if (found.split("#")[0] if found else None) != expected:
                         report.failures.append(f"{side} link is {found}, expected {expected}")
+            for missing in sorted((required_ids or {}).get(page_path, frozenset()) - set(facts["ids"])):
+                report.failures.append(f"no entry for {missing} (no element with id {missing!r})")
             if page_path in notebooks:
                 downloads = [link["href"] for link in facts["links"] if link["href"].split("?")[0].endswith(".ipynb")]
                 if not downloads:
@@ -521,6 +567,7 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"site check: {args.html}/index.html not found: build the book first (make book)")
 
     pages, notebooks = toc_pages(args.source)
+    required_ids = reference_ids(args.source)
     reports, site_failures = check_pages(
         args.html,
         pages,
@@ -528,13 +575,15 @@ def main(argv: list[str] | None = None) -> int:
         prev_next=True,
         notebooks=notebooks,
         search_word=args.search_word,
+        required_ids=required_ids,
     )
     print(format_table(reports))
     total = (
         f"{len(reports)} pages, {sum(r.math_typeset for r in reports)}/{sum(r.math_elements for r in reports)} math "
         f"elements typeset, {sum(r.images_decoded for r in reports)}/{sum(r.images for r in reports)} images decoded, "
         f"{sum(r.links_checked for r in reports)} internal links checked ({sum(r.anchors_checked for r in reports)} "
-        f"with anchors); screenshots in {args.screenshots}"
+        f"with anchors), {sum(map(len, required_ids.values()))} API reference entries required on "
+        f"{len(required_ids)} pages; screenshots in {args.screenshots}"
     )
     print(total)
     failed = [r for r in reports if not r.ok]

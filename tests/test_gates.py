@@ -73,6 +73,9 @@ def write_book(root: Path, *, with_notebook: bool, code="total = 1 + 1\nassert t
     tiny.update(
         title="Tiny", only_build_toc_files=True, bibtex_bibfiles=["references.bib"], exclude_patterns=["_build/*"]
     )
+    local = tiny.get("sphinx", {}).get("local_extensions", {})
+    for name, folder in local.items():  # the book's own extensions, from this repository (book/_ext)
+        local[name] = str(ROOT / folder)
     root.mkdir(parents=True, exist_ok=True)
     (root / "_config.yml").write_text(yaml.safe_dump(tiny))
     for extra in tiny.get("sphinx", {}).get("config", {}).get("html_extra_path", []):

@@ -53,6 +53,14 @@ SITE = {
     "chrome_link.html": page(
         '<header><a href="https://github.com/nobody/nothing">repository</a></header><article>x</article>'
     ),
+    # An API page whose class entry rendered but whose method did not (the method's id is missing).
+    "api_missing_entry.html": page('<article><dl><dt id="posenc.nn.RotaryEmbedding">class</dt></dl></article>'),
+}
+
+# page -> the ids it must hold, as site_check.reference_ids gives them for the book's API pages
+REQUIRED_IDS = {
+    "good.html": frozenset({"top"}),
+    "api_missing_entry.html": frozenset({"posenc.nn.RotaryEmbedding", "posenc.nn.RotaryEmbedding.forward"}),
 }
 
 # page -> a phrase that must appear among its failures
@@ -66,6 +74,7 @@ EXPECTED_FAILURE = {
     "math_error.html": "MathJax errors",
     "math_untypeset.html": "MathJax did not run",
     "chrome_link.html": "external link in the theme's chrome",
+    "api_missing_entry.html": "no entry for posenc.nn.RotaryEmbedding.forward",
 }
 
 
@@ -80,7 +89,7 @@ def site(tmp_path_factory):
     (root / "favicon.ico").write_bytes(PIXEL_PNG)  # browsers take PNG data in an .ico
     (root / "mathjax").symlink_to(MATHJAX, target_is_directory=True)
     shots = root.parent / "shots"
-    reports, _ = check_pages(root, list(SITE), screenshot_dir=shots)
+    reports, _ = check_pages(root, list(SITE), screenshot_dir=shots, required_ids=REQUIRED_IDS)
     print(format_table(reports))
     return {report.page: report for report in reports}, shots
 
@@ -182,3 +191,11 @@ def test_a_declared_icon_that_is_missing_fails_even_when_favicon_ico_exists(tmp_
     assert any("declared icon" in f and "/_static/icon.png answers 404" in f for f in one.failures)
     assert two.ok, two.failures
     assert site_failures == []
+
+
+def test_an_api_page_fails_only_for_the_entry_it_lacks(site):
+    reports, _ = site
+    failures = [f for f in reports["api_missing_entry.html"].failures if f.startswith("no entry")]
+    assert failures == [
+        "no entry for posenc.nn.RotaryEmbedding.forward (no element with id 'posenc.nn.RotaryEmbedding.forward')"
+    ]

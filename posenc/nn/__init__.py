@@ -6,7 +6,16 @@
 - :class:`ALiBiBias` (:mod:`posenc.nn.alibi`): the fixed linear bias of :func:`posenc.alibi_bias`.
 - :class:`T5RelativeBias` (:mod:`posenc.nn.t5`): a learned scalar per :func:`posenc.t5_relative_bucket`.
 - :class:`ShawRelativeAttention` (:mod:`posenc.nn.shaw`): attention with :func:`posenc.shaw_relative_indices`.
+
+Needs PyTorch, which posenc installs only with its ``torch`` extra.
 """
+
+try:
+    import torch  # noqa: F401 - only to say which extra is missing, before the submodules fail on it
+except ImportError as error:
+    raise ImportError(
+        'posenc.nn needs PyTorch: pip install "posenc[torch]" (from a clone of the repository: pip install ".[torch]")'
+    ) from error
 
 from posenc.nn.alibi import ALiBiBias
 from posenc.nn.learned import LearnedPositionalEmbedding

@@ -71,7 +71,7 @@ class ALiBiBias(nn.Module):
         Returns
         -------
         bias : (n_heads, q_len, k_len) float32 tensor
-            On the device of :attr:`slopes`; query ``i`` sits at position ``k_len - q_len + i``, key ``j``
+            On the device of ``slopes``; query ``i`` sits at position ``k_len - q_len + i``, key ``j``
             at ``j``; equal to ``posenc.alibi_bias(n_heads, q_len, k_len, causal=causal)`` up to float32
             rounding.
 

@@ -219,7 +219,7 @@ class RotaryEmbedding(nn.Module):
             key = ("positions", position_array.tobytes(), x.device, dtype)
             table = self._table(key, lambda: position_array, x.device, dtype)
         # The casts are skipped, not just no-ops, when x already has the computing dtype: at 16 x 4096 x 64 a
-        # call costs about 1 ms, and each skipped Python-level step saves about 1% of it (posenc.bench).
+        # call costs about 1 ms, and each skipped Python-level step saves about 1% of it (make bench).
         computed = x if x.dtype == dtype else x.to(dtype)
         if isinstance(table, tuple):  # the halves layout
             rotated = self._rotate_halves(computed, table)
