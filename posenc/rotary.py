@@ -7,8 +7,8 @@ rotation at position ``m`` is the translation matrix :math:`T(m)` of the sinusoi
 (:func:`posenc.translation_matrix`, acting on column vectors).
 
 A context-extension scaling is given as the ``rope_parameters`` dict of a transformers config or as the
-:class:`RopeScaling` parsed from one (:meth:`RopeScaling.from_dict`). Everything here is NumPy float64: the
-reference the PyTorch module :class:`posenc.nn.RotaryEmbedding` is tested against.
+:class:`~posenc.RopeScaling` parsed from one (:meth:`~posenc.RopeScaling.from_dict`). Everything here is
+NumPy float64: the reference the PyTorch module :class:`posenc.nn.RotaryEmbedding` is tested against.
 """
 
 from __future__ import annotations
@@ -152,7 +152,7 @@ def rotary_attention_factor(scaling: RopeScaling | Mapping[str, object] | None) 
     Returns
     -------
     factor : float
-        :attr:`RopeScaling.attention_scaling` of the parsed scaling.
+        ``attention_scaling`` of the parsed scaling.
         For ``"yarn"``: ``scaling["attention_factor"]`` if given; else, if ``"mscale"`` and
         ``"mscale_all_dim"`` are both given and nonzero, ``m(s, mscale) / m(s, mscale_all_dim)``; else
         ``m(s, 1)``, with :math:`m(s, a) = 0.1\,a\ln s + 1` (1 for :math:`s \le 1`). 1.0 for every other type.

@@ -62,7 +62,7 @@ class LearnedPositionalEmbedding(nn.Module):
         Returns
         -------
         out : (batch, seq, d_model) tensor
-            ``x + weight[:seq]``, the weight cast to ``x``'s dtype; gradients flow to :attr:`weight`.
+            ``x + weight[:seq]``, the weight cast to ``x``'s dtype; gradients flow to ``weight``.
 
         Raises
         ------

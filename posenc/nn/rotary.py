@@ -193,7 +193,7 @@ class RotaryEmbedding(nn.Module):
         Returns
         -------
         rotated : (..., seq, head_dim) tensor
-            ``x`` rotated, with its shape, dtype and device, and multiplied by :attr:`attention_factor`: the
+            ``x`` rotated, with its shape, dtype and device, and multiplied by ``attention_factor``: the
             float64 rotation of :func:`posenc.rotate` computed in float32 (float64 for a float64 ``x``) from
             float64 angles, as *Precision* in the class notes describes. Differentiable in ``x``.
 

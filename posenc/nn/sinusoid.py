@@ -107,7 +107,7 @@ class SinusoidalPositionalEncoding(nn.Module):
         -------
         out : (batch, seq, d_model) tensor
             ``dropout(x + table[:seq])``, with ``x``'s dtype and device (the float32 table is cast to them).
-            An input longer than the cached table first grows :attr:`table` to ``max(seq, 2 * cached)`` rows
+            An input longer than the cached table first grows ``table`` to ``max(seq, 2 * cached)`` rows
             (capped by ``posenc.MAX_TABLE_ELEMENTS``).
 
         Raises
