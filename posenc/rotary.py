@@ -19,7 +19,16 @@ from collections.abc import Mapping
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from posenc._rope import ROPE_TYPES, RopeScaling, RopeType, check_head_dim, inverse_frequencies, parse_scaling
+from posenc._rope import (
+    ROPE_TYPES,
+    RopeScaling,
+    RopeType,
+    check_head_dim,
+    inverse_frequencies,
+    parse_scaling,
+    resolve_base,
+    rotary_dim_of,
+)
 from posenc._validation import (
     ROTARY_LAYOUTS,
     RotaryLayout,
@@ -45,7 +54,7 @@ __all__ = [
 def rotary_frequencies(
     head_dim: int,
     *,
-    base: float = 10000.0,
+    base: float | None = None,
     scaling: RopeScaling | Mapping[str, object] | None = None,
     seq_len: float | None = None,
 ) -> NDArray[np.float64]:
@@ -54,10 +63,12 @@ def rotary_frequencies(
     Parameters
     ----------
     head_dim : int
-        Features rotated per head (the rotary dimension); positive and even.
-    base : float, default 10000.0
+        Features per head; positive and even. With a ``partial_rotary_factor`` in ``scaling``, the first
+        ``int(head_dim * partial_rotary_factor)`` of them are rotated (that rotary dimension must be even and
+        positive), as transformers computes ``dim``.
+    base : float or None, default None
         The constant :math:`\theta` of the geometric progression (``rope_theta`` in transformers' configs);
-        finite and greater than 1.
+        finite and greater than 1. ``None``: the scaling's ``"rope_theta"`` if it carries one, else 10000.0.
     scaling : RopeScaling, dict or None, default None
         The ``rope_parameters`` (formerly ``rope_scaling``) dict of a transformers config, or the
         :class:`RopeScaling` parsed from one. ``None`` or ``{"rope_type": "default"}``: RoFormer's
@@ -70,18 +81,26 @@ def rotary_frequencies(
           ``"beta_fast"`` (default 32), ``"beta_slow"`` (default 1), ``"truncate"`` (default True),
           ``"attention_factor"``, ``"mscale"``, ``"mscale_all_dim"`` (see :func:`rotary_attention_factor`);
         - ``"llama3"``: keys ``"factor"``, ``"original_max_position_embeddings"``, ``"low_freq_factor"``,
-          ``"high_freq_factor"``.
+          ``"high_freq_factor"`` (equal factors, as Llama 4 ships them, are accepted);
+        - ``"longrope"`` (Phi-3, Phi-3.5): keys ``"short_factor"``, ``"long_factor"`` (one divisor per
+          rotated pair), ``"original_max_position_embeddings"``, ``"factor"``, and optionally
+          ``"attention_factor"``.
 
-        ``"factor"`` is a finite real ``>= 1``. The dict may also carry ``"rope_theta"`` (it must then equal
-        ``base``) and ``"partial_rotary_factor"`` (only 1.0: pass the rotary dimension as ``head_dim``).
-        Any other key is refused, so a misspelt key never goes unnoticed.
+        A dict as config.json carries it may lack keys transformers derives from the config (``"dynamic"``'s
+        trained length, ``"longrope"``'s ``"factor"``): parse it with :meth:`RopeScaling.from_dict` and its
+        ``max_position_embeddings``. ``"factor"`` is a finite real ``>= 1``. The dict may also carry
+        ``"rope_theta"`` (the base when ``base`` is None; it must otherwise equal ``base``) and
+        ``"partial_rotary_factor"`` in ``(0, 1]``. Any other key is refused, so a misspelt key never goes
+        unnoticed.
     seq_len : float or None, default None
-        The current sequence length (largest position + 1), used by ``"dynamic"`` only: ``None`` means the
-        trained length, and lengths up to it leave the frequencies unchanged. Ignored by the other types.
+        The current sequence length (largest position + 1), used by ``"dynamic"`` and ``"longrope"``:
+        ``None`` means the trained length, and lengths up to it leave the frequencies unchanged
+        (``"longrope"``: use ``"short_factor"``). Ignored by the other types.
 
     Returns
     -------
-    inv_freq : (head_dim // 2,) ndarray of float64
+    inv_freq : (rotary_dim // 2,) ndarray of float64
+        With ``rotary_dim = int(head_dim * partial_rotary_factor)`` (``head_dim`` without one).
         The angle of pair ``i`` at position ``m`` is ``m * inv_freq[i]``.
 
     Raises
@@ -111,7 +130,15 @@ def rotary_frequencies(
     - llama3: wavelengths :math:`\lambda_i = 2\pi/\theta_i` shorter than ``L / high_freq_factor`` keep
       :math:`\theta_i`, longer than ``L / low_freq_factor`` become :math:`\theta_i / s`, and in between
       :math:`(1 - g)\,\theta_i / s + g\,\theta_i` with
-      :math:`g = (L/\lambda_i - \text{low}) / (\text{high} - \text{low})`.
+      :math:`g = (L/\lambda_i - \text{low}) / (\text{high} - \text{low})`. With equal factors there is
+      no band between (transformers divides 0 by 0, a NaN, for a wavelength exactly ``L / low``; here that
+      pair keeps :math:`\theta_i`);
+    - longrope (Ding et al., 2024): :math:`\theta_i / f_i` with :math:`f` = ``short_factor`` while
+      :math:`\ell \le L`, ``long_factor`` beyond; the attention factor is
+      :math:`\sqrt{1 + \ln s / \ln L}` (1 for :math:`s \le 1`) unless given.
+
+    With ``dynamic``, transformers' ``dynamic_rope_update`` keeps the frequencies of the longest length seen
+    so far; here each call uses its own ``seq_len``.
 
     The numbers are those of transformers' ``ROPE_INIT_FUNCTIONS`` (``modeling_rope_utils.py``, v5.23) and
     of ``LlamaRotaryEmbedding.compute_default_rope_parameters``, computed here in float64 where transformers
@@ -124,6 +151,9 @@ def rotary_frequencies(
        Interpolation", arXiv:2306.15595.
     .. [3] B. Peng et al., "YaRN: Efficient Context Window Extension of Large Language Models",
        arXiv:2309.00071.
+    .. [4] Y. Ding et al., "LongRoPE: Extending LLM Context Window Beyond 2 Million Tokens",
+       arXiv:2402.13753.
+    .. [5] transformers v5.23, ``src/transformers/modeling_rope_utils.py`` (``ROPE_INIT_FUNCTIONS``).
 
     Examples
     --------
@@ -131,14 +161,38 @@ def rotary_frequencies(
     array([1.   , 0.1  , 0.01 , 0.001])
     >>> rotary_frequencies(8, scaling={"rope_type": "linear", "factor": 4.0})
     array([0.25   , 0.025  , 0.0025 , 0.00025])
+    >>> rotary_frequencies(8, scaling={"rope_theta": 100.0, "partial_rotary_factor": 0.5})  # 4 features, base 100
+    array([1. , 0.1])
     """
     head_dim = check_d_model(head_dim, name="head_dim")
-    base = check_real(base, "base", above=1.0)
-    parsed = parse_scaling(scaling, base)
+    if base is not None:
+        base = check_real(base, "base", above=1.0)
+    parsed = parse_scaling(scaling, base, partial=True, rope_types=ROPE_TYPES)
     if seq_len is not None:
         seq_len = check_real(seq_len, "seq_len", at_least=0.0, accepted="None or a finite real number >= 0")
-    check_head_dim(head_dim, parsed)
-    return inverse_frequencies(head_dim, base, parsed, seq_len)
+    rotary_dim = _rotary_dim(head_dim, parsed, None, "head_dim")
+    check_head_dim(rotary_dim, parsed, "head_dim" if rotary_dim == head_dim else "the rotary dimension")
+    return inverse_frequencies(rotary_dim, resolve_base(base, parsed), parsed, seq_len)
+
+
+def _rotary_dim(head_dim: int, scaling: RopeScaling, rotary_dim: object, name: str) -> int:
+    """The checked number of rotated features: ``rotary_dim`` if given, else from the partial rotary factor."""
+    from_factor = rotary_dim_of(head_dim, scaling)
+    if rotary_dim is None:
+        if from_factor < 2 or from_factor % 2:
+            raise ValueError(
+                f"int({name} * scaling['partial_rotary_factor']) = int({head_dim} * "
+                f"{scaling.partial_rotary_factor}) = {from_factor} rotated features: must be even and >= 2"
+            )
+        return from_factor
+    checked = check_int(rotary_dim, "rotary_dim", minimum=2, maximum=head_dim, even=True)
+    if scaling.partial_rotary_factor != 1.0 and checked != from_factor:
+        raise ValueError(
+            f"rotary_dim = {checked} disagrees with scaling['partial_rotary_factor'] = "
+            f"{scaling.partial_rotary_factor}, which rotates int({head_dim} * {scaling.partial_rotary_factor}) = "
+            f"{from_factor} features: keep one"
+        )
+    return checked
 
 
 def rotary_attention_factor(scaling: RopeScaling | Mapping[str, object] | None) -> float:
@@ -155,7 +209,9 @@ def rotary_attention_factor(scaling: RopeScaling | Mapping[str, object] | None) 
         ``attention_scaling`` of the parsed scaling.
         For ``"yarn"``: ``scaling["attention_factor"]`` if given; else, if ``"mscale"`` and
         ``"mscale_all_dim"`` are both given and nonzero, ``m(s, mscale) / m(s, mscale_all_dim)``; else
-        ``m(s, 1)``, with :math:`m(s, a) = 0.1\,a\ln s + 1` (1 for :math:`s \le 1`). 1.0 for every other type.
+        ``m(s, 1)``, with :math:`m(s, a) = 0.1\,a\ln s + 1` (1 for :math:`s \le 1`).
+        For ``"longrope"``: ``scaling["attention_factor"]`` if given, else :math:`\sqrt{1 + \ln s / \ln L}`
+        (1 for :math:`s \le 1`), as transformers' ``_compute_longrope_parameters``. 1.0 for every other type.
 
     Raises
     ------
@@ -182,7 +238,7 @@ def rotary_attention_factor(scaling: RopeScaling | Mapping[str, object] | None) 
     >>> rotary_attention_factor(None)
     1.0
     """
-    return parse_scaling(scaling).attention_scaling
+    return parse_scaling(scaling, partial=True, rope_types=ROPE_TYPES).attention_scaling
 
 
 def _pair_indices(layout: RotaryLayout, head_dim: int) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
@@ -197,37 +253,48 @@ def rotate(
     x: ArrayLike,
     positions: int | ArrayLike,
     *,
-    base: float = 10000.0,
+    base: float | None = None,
     layout: RotaryLayout = "interleaved",
     scaling: RopeScaling | Mapping[str, object] | None = None,
+    rotary_dim: int | None = None,
 ) -> NDArray[np.float64]:
     r"""Rotate queries or keys by rotary position embedding: the float64 reference.
 
     Parameters
     ----------
     x : (..., seq, head_dim) array_like of real
-        Queries or keys, one head per slice; ``head_dim`` positive and even.
+        Queries or keys, one head per slice; ``head_dim`` positive, and even unless only part of the head is
+        rotated.
     positions : int or (seq,) array_like of real
         The position of each of the ``seq`` rows: any finite real numbers, or an int ``seq`` for
         ``0, 1, ..., seq - 1``.
-    base : float, default 10000.0
-        As in :func:`rotary_frequencies`.
+    base : float or None, default None
+        As in :func:`rotary_frequencies`: ``None`` is the scaling's ``"rope_theta"``, else 10000.0.
     layout : {"interleaved", "halves"}, default "interleaved"
-        Which features form pair ``i``. ``"interleaved"``: features ``2i`` and ``2i + 1`` (RoFormer,
-        GPT-J, Meta's Llama code, rotary-embedding-torch). ``"halves"``: features ``i`` and
-        ``i + head_dim // 2`` (GPT-NeoX, transformers' ``rotate_half``). :func:`rotary_weight_permutation`
-        converts weights between the two.
+        Which features form pair ``i`` (of the ``rotary_dim`` rotated ones). ``"interleaved"``: features
+        ``2i`` and ``2i + 1`` (RoFormer, GPT-J, Meta's Llama code, rotary-embedding-torch). ``"halves"``:
+        features ``i`` and ``i + rotary_dim // 2`` (GPT-NeoX, transformers' ``rotate_half``).
+        :func:`rotary_weight_permutation` converts weights between the two.
     scaling : RopeScaling, dict or None, default None
-        As in :func:`rotary_frequencies`. For ``"dynamic"`` the current length is ``max(positions) + 1``,
-        as transformers takes it from the position ids. For ``"yarn"`` the result is also multiplied by
-        :func:`rotary_attention_factor`, as transformers' cos and sin tables are.
+        As in :func:`rotary_frequencies`. For ``"dynamic"`` and ``"longrope"`` the current length is
+        ``max(positions) + 1``, as transformers takes it from the position ids. For ``"yarn"`` and
+        ``"longrope"`` the rotated features are also multiplied by :func:`rotary_attention_factor`, as
+        transformers' cos and sin tables are.
+    rotary_dim : int or None, default None
+        Partial rotary: rotate only the first ``rotary_dim`` features of each head (even, in
+        ``[2, head_dim]``) and pass the others through unchanged, as GPT-J (``rotary_dim``), GPT-NeoX and
+        Pythia (``rotary_pct``), Phi-2 and StableLM (``partial_rotary_factor``) do. ``None``:
+        ``int(head_dim * partial_rotary_factor)`` of the scaling (all of ``head_dim`` without one); given
+        with a ``partial_rotary_factor``, the two must agree. The frequencies are those of ``rotary_dim``
+        features.
 
     Returns
     -------
     rotated : (..., seq, head_dim) ndarray of float64
         Pair ``i`` of row ``r``, :math:`(a, b)`, becomes
         :math:`(a\cos\phi - b\sin\phi,\; a\sin\phi + b\cos\phi)` with :math:`\phi` =
-        ``positions[r] * rotary_frequencies(head_dim, ...)[i]``.
+        ``positions[r] * rotary_frequencies(rotary_dim, ...)[i]``; features from ``rotary_dim`` on are
+        copied.
 
     Raises
     ------
@@ -246,20 +313,30 @@ def rotate(
     interleaved layout :math:`R_m` equals ``posenc.translation_matrix(m, head_dim)`` (the sinusoid's
     translation matrix applied to column vectors); for ``"halves"``, the same with ``layout="halves"``.
 
+    Partial rotary is transformers' ``apply_rotary_pos_emb`` of GPT-NeoX and Phi (``q[..., :rotary_ndims]``
+    rotated with ``rotate_half``, the rest concatenated back) for ``"halves"``, and GPT-J's
+    (``rotate_every_two`` on ``[..., :rotary_dim]``) for ``"interleaved"``. The scores then depend on
+    :math:`n - m` through the rotated features only; the others add a position-independent term.
+
     References
     ----------
     .. [1] J. Su et al., "RoFormer: Enhanced Transformer with Rotary Position Embedding", arXiv:2104.09864,
        §3.2.
+    .. [2] transformers v5.23, ``models/gpt_neox/modeling_gpt_neox.py`` and ``models/phi/modeling_phi.py``
+       (``apply_rotary_pos_emb`` with ``partial_rotary_factor``), ``models/gptj/modeling_gptj.py``.
 
     Examples
     --------
     >>> rotate([[1.0, 0.0, 1.0, 0.0]], [np.pi / 2], base=100.0).round(4)  # pair 0 turns by pi / 2
     array([[0.    , 1.    , 0.9877, 0.1564]])
+    >>> rotate([[1.0, 0.0, 1.0, 0.0]], [np.pi / 2], rotary_dim=2).round(4)  # features 2 and 3 pass through
+    array([[0., 1., 1., 0.]])
     """
     layout = check_choice(layout, "layout", ROTARY_LAYOUTS)
-    base = check_real(base, "base", above=1.0)
-    parsed = parse_scaling(scaling, base)
-    array = _check_rotary_array(x)
+    if base is not None:
+        base = check_real(base, "base", above=1.0)
+    parsed = parse_scaling(scaling, base, partial=True, rope_types=ROPE_TYPES)
+    array = _check_rotary_array(x, odd_allowed=rotary_dim is not None or parsed.partial_rotary_factor != 1.0)
     head_dim = array.shape[-1]
     position_array = check_positions(positions, head_dim)
     if len(position_array) != array.shape[-2]:
@@ -267,24 +344,27 @@ def rotate(
             f"positions must have one entry per row of x (seq = x.shape[-2] = {array.shape[-2]}), "
             f"got {len(position_array)}"
         )
-    check_head_dim(head_dim, parsed, "x.shape[-1] (head_dim)")
+    rotated_dim = _rotary_dim(head_dim, parsed, rotary_dim, "x.shape[-1] (head_dim)")
+    check_head_dim(rotated_dim, parsed, "x.shape[-1] (head_dim)" if rotary_dim is None else "rotary_dim")
     seq_len = float(position_array.max()) + 1.0 if len(position_array) else None
-    inv_freq = inverse_frequencies(head_dim, base, parsed, seq_len)
+    inv_freq = inverse_frequencies(rotated_dim, resolve_base(base, parsed), parsed, seq_len)
     angles = np.multiply.outer(position_array, inv_freq)
     scale = parsed.attention_scaling
     cosines, sines = scale * np.cos(angles), scale * np.sin(angles)
-    first, second = _pair_indices(layout, head_dim)
+    first, second = _pair_indices(layout, rotated_dim)
     a, b = array[..., first], array[..., second]
-    rotated = np.empty(array.shape, dtype=np.float64)
+    rotated: NDArray[np.float64] = array.copy()  # the features past rotated_dim pass through
     with np.errstate(invalid="ignore", over="ignore"):  # inf or nan in x propagate, as in any product
         rotated[..., first] = a * cosines - b * sines
         rotated[..., second] = a * sines + b * cosines
     return rotated
 
 
-def _check_rotary_array(x: object) -> NDArray[np.float64]:
-    """``x`` as a float64 array of shape ``(..., seq, head_dim)`` with an even, positive ``head_dim``."""
-    accepted = "a real array of shape (..., seq, head_dim) with head_dim positive and even"
+def _check_rotary_array(x: object, odd_allowed: bool = False) -> NDArray[np.float64]:
+    """``x`` as a float64 array of shape ``(..., seq, head_dim)`` with a positive (and even) ``head_dim``."""
+    accepted = "a real array of shape (..., seq, head_dim) with head_dim positive" + (
+        "" if odd_allowed else " and even"
+    )
     if isinstance(x, (str, bytes, numbers.Number)) or not (hasattr(x, "__len__") or hasattr(x, "__array__")):
         raise TypeError(f"x must be {accepted}, got {type(x).__name__}")
     try:
@@ -294,7 +374,7 @@ def _check_rotary_array(x: object) -> NDArray[np.float64]:
     is_real = np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)
     if array.dtype == np.bool_ or not is_real:
         raise TypeError(f"x must be {accepted}, got an array of dtype {array.dtype}")
-    if array.ndim < 2 or array.shape[-1] == 0 or array.shape[-1] % 2:
+    if array.ndim < 2 or array.shape[-1] == 0 or (array.shape[-1] % 2 and not odd_allowed):
         raise ValueError(f"x must be {accepted}, got shape {array.shape}")
     return array.astype(np.float64, copy=False)
 

@@ -94,6 +94,20 @@ _LLAMA3_INVERTED = {
     "high_freq_factor": 1.0,
 }
 _DYNAMIC = {"rope_type": "dynamic", "factor": 2.0, "original_max_position_embeddings": 8}
+_NESTED = {"full_attention": {"rope_type": "linear", "factor": 8.0}, "sliding_attention": {"rope_type": "default"}}
+
+
+def _longrope(**extra):
+    return {
+        "rope_type": "longrope",
+        "short_factor": [1.0, 1.5],
+        "long_factor": [2.0, 4.0],
+        "original_max_position_embeddings": 64,
+        "factor": 4.0,
+        **extra,
+    }
+
+
 _ONE_BEYOND = MAX_TABLE_ELEMENTS // 8 + 1  # rows of width 8 one past the limit
 
 
@@ -193,12 +207,69 @@ BAD_CALLS = {
         "original_max_position_embeddings",
     ),
     "rope_theta disagrees with base": Bad(
-        lambda: rotary_frequencies(8, scaling={"rope_type": "default", "rope_theta": 500000.0}),
+        lambda: rotary_frequencies(8, base=10000.0, scaling={"rope_type": "default", "rope_theta": 500000.0}),
         ValueError,
         "rope_theta",
     ),
-    "partial_rotary_factor below one": Bad(
-        lambda: rotary_frequencies(8, scaling={"partial_rotary_factor": 0.5}), ValueError, "partial_rotary_factor"
+    "partial_rotary_factor above one": Bad(
+        lambda: rotary_frequencies(8, scaling={"partial_rotary_factor": 1.5}), ValueError, "partial_rotary_factor"
+    ),
+    "str partial_rotary_factor": Bad(
+        lambda: RopeScaling(partial_rotary_factor="0.5"), TypeError, "partial_rotary_factor"
+    ),
+    "partial_rotary_factor rotating an odd number of features": Bad(
+        lambda: rotary_frequencies(10, scaling={"partial_rotary_factor": 0.5}), ValueError, "partial_rotary_factor"
+    ),
+    "longrope list of the wrong length": Bad(
+        lambda: rotary_frequencies(8, scaling=_longrope(short_factor=[1.0], long_factor=[2.0])),
+        ValueError,
+        "short_factor",
+    ),
+    "longrope lists of different lengths": Bad(
+        lambda: RopeScaling.from_dict(_longrope(long_factor=[2.0])), ValueError, "long_factor"
+    ),
+    "longrope factor of a str": Bad(
+        lambda: RopeScaling.from_dict(_longrope(short_factor="1.0")), TypeError, "short_factor"
+    ),
+    "longrope zero factor": Bad(
+        lambda: RopeScaling.from_dict(_longrope(long_factor=[2.0, 0.0])), ValueError, "long_factor"
+    ),
+    "longrope without factor nor max_position_embeddings": Bad(
+        lambda: RopeScaling.from_dict({k: v for k, v in _longrope().items() if k != "factor"}),
+        ValueError,
+        "max_position_embeddings",
+    ),
+    "dynamic without a trained length": Bad(
+        lambda: RopeScaling.from_dict({"rope_type": "dynamic", "factor": 2.0}), ValueError, "max_position_embeddings"
+    ),
+    "dynamic trained length disagreeing with max_position_embeddings": Bad(
+        lambda: RopeScaling.from_dict(_DYNAMIC, max_position_embeddings=16), ValueError, "max_position_embeddings"
+    ),
+    "float max_position_embeddings": Bad(
+        lambda: RopeScaling.from_dict(_DYNAMIC, max_position_embeddings=8.0), TypeError, "max_position_embeddings"
+    ),
+    "top-level trained length disagreeing with the dict's": Bad(
+        lambda: RopeScaling.from_dict(_yarn(), original_max_position_embeddings=128),
+        ValueError,
+        "original_max_position_embeddings",
+    ),
+    "nested scaling without layer_type": Bad(lambda: RopeScaling.from_dict(_NESTED), ValueError, "layer_type"),
+    "layer_type not in the nested scaling": Bad(
+        lambda: RopeScaling.from_dict(_NESTED, layer_type="global"), ValueError, "layer_type"
+    ),
+    "layer_type with a flat scaling": Bad(
+        lambda: RopeScaling.from_dict(_yarn(), layer_type="full_attention"), ValueError, "layer_type"
+    ),
+    "int layer_type": Bad(lambda: RopeScaling.from_dict(_NESTED, layer_type=0), TypeError, "layer_type"),
+    "rotate odd rotary_dim": Bad(lambda: rotate(np.zeros((2, 8)), 2, rotary_dim=3), ValueError, "rotary_dim"),
+    "rotate rotary_dim past head_dim": Bad(
+        lambda: rotate(np.zeros((2, 8)), 2, rotary_dim=10), ValueError, "rotary_dim"
+    ),
+    "rotate float rotary_dim": Bad(lambda: rotate(np.zeros((2, 8)), 2, rotary_dim=4.0), TypeError, "rotary_dim"),
+    "rotate rotary_dim disagreeing with partial_rotary_factor": Bad(
+        lambda: rotate(np.zeros((2, 8)), 2, rotary_dim=2, scaling={"partial_rotary_factor": 0.5}),
+        ValueError,
+        "rotary_dim",
     ),
     "llama3 high_freq_factor below low": Bad(
         lambda: rotary_frequencies(8, scaling=_LLAMA3_INVERTED), ValueError, "high_freq_factor"

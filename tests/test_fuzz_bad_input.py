@@ -268,7 +268,8 @@ SPECS = {
             n_threads=None,
         ),
         lambda out, a: _finite_array(
-            out, (a["positions"] if isinstance(a["positions"], int) else len(a["positions"]), a["d_model"])
+            out,
+            (a["positions"] if isinstance(a["positions"], (int, np.integer)) else len(a["positions"]), a["d_model"]),
         ),
     ),
     "posenc.translation_matrix": Spec(
@@ -302,13 +303,16 @@ SPECS = {
     ),
     "posenc.rotate": Spec(
         rotate,
-        lambda a: rotate(a["x"], a["positions"], base=a["base"], layout=a["layout"], scaling=a["scaling"]),
+        lambda a: rotate(
+            a["x"], a["positions"], base=a["base"], layout=a["layout"], scaling=a["scaling"], rotary_dim=a["rotary_dim"]
+        ),
         lambda: dict(
             x=np.ones((2, 3, 8)),
             positions=[0.0, 1.5, 3.0],
             base=10000.0,
             layout="halves",
             scaling={"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 16},
+            rotary_dim=4,
         ),
         _check_rotated,
     ),
@@ -328,6 +332,9 @@ SPECS = {
             mscale_all_dim=1.0,
             attention_factor=None,
             rope_theta=10000.0,
+            short_factor=None,  # longrope's: must stay None for yarn
+            long_factor=None,
+            partial_rotary_factor=0.5,
         ),
         lambda out, a: (
             (isinstance(out, RopeScaling) and math.isfinite(out.attention_scaling) and out.attention_scaling > 0)

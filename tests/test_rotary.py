@@ -351,9 +351,16 @@ def test_a_field_the_rope_type_does_not_use_is_refused():
 
 
 def test_a_parsed_rope_theta_must_agree_with_the_base():
+    """An explicit base must agree with rope_theta; no base means rope_theta (10000 without one)."""
     parsed = RopeScaling.from_dict(dict(LINEAR, rope_theta=500000.0))
     with pytest.raises(ValueError, match="rope_theta"):
-        rotary_frequencies(8, scaling=parsed)
+        rotary_frequencies(8, base=10000.0, scaling=parsed)
+    with pytest.raises(ValueError, match="rope_theta"):
+        rotate(np.ones((2, 8)), 2, base=10000.0, scaling=dict(LINEAR, rope_theta=500000.0))
+    np.testing.assert_array_equal(rotary_frequencies(8, scaling=parsed), frequencies(8, base=500000.0) / 4)
+    x = random_array(1, (3, 8))
+    np.testing.assert_array_equal(rotate(x, 3, scaling=parsed), rotate(x, 3, base=500000.0, scaling=LINEAR))
+    np.testing.assert_array_equal(rotate(x, 3, scaling=LINEAR), rotate(x, 3, base=10000.0, scaling=LINEAR))
     with pytest.raises(ValueError, match="rope_theta"):
         RotaryEmbedding(8, scaling=parsed)
     np.testing.assert_array_equal(
