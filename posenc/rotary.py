@@ -109,9 +109,11 @@ def rotary_frequencies(
         If ``head_dim`` is not an int, ``base`` or ``seq_len`` not a real number, ``scaling`` not a dict or a
         :class:`RopeScaling`, or a scaling value has the wrong type.
     ValueError
-        If ``head_dim`` is odd or not positive (or 2 with ``"dynamic"``), ``base <= 1``, the rope_type is
-        unknown, a key is missing or unknown, or a value is out of range (``factor < 1``,
-        ``high_freq_factor <= low_freq_factor``, ``beta_fast < beta_slow`` ...).
+        If ``head_dim`` is odd or not positive (or the rotary dimension odd, below 2, or 2 with
+        ``"dynamic"``), ``base <= 1`` or disagrees with the dict's ``"rope_theta"``, the rope_type is unknown,
+        a key is missing or unknown, or a value is out of range (``factor < 1``,
+        ``high_freq_factor < low_freq_factor``, ``beta_fast < beta_slow``, ``"longrope"`` lists without one
+        entry per rotated pair ...).
 
     Notes
     -----
@@ -301,8 +303,10 @@ def rotate(
     TypeError
         If ``x`` or ``positions`` is not real-valued, or another argument has the wrong type.
     ValueError
-        If ``x`` has fewer than 2 dimensions or an odd last dimension, ``positions`` is not 1-D, not finite
-        or does not have ``seq`` entries, or another argument is out of range.
+        If ``x`` has fewer than 2 dimensions or an odd last dimension (when all of it is rotated),
+        ``positions`` is not 1-D, not finite or does not have ``seq`` entries, ``rotary_dim`` is odd, outside
+        ``[2, head_dim]`` or disagrees with the scaling's ``partial_rotary_factor``, or another argument is out
+        of range.
 
     Notes
     -----
