@@ -4,6 +4,8 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
@@ -42,3 +44,34 @@ def test_chapters_mention_the_research_notes_at_most_a_handful_of_times():
         f"(at most {MAX_NOTE_MENTIONS}): {mentions}. Quote the claim, name its source and link its "
         "erratum ({ref}`erratum N <errata-NN>`) instead."
     )
+
+
+# "chapter 5", "Chapter 10", "chapters 1 and 3": a reference to a chapter by its number. The chapters are
+# numbered (`numbered: true` in _toc.yml), and each such reference must be a link the strict build resolves:
+# {doc}`chapter 5 <05_tabular_identity>` or chapters {doc}`1 <...>` and {doc}`3 <...>`.
+CHAPTER_NUMBER = re.compile(r"\bchapters?\s+\d+", re.IGNORECASE)
+LINK = re.compile(r"\{doc\}`[^`]*`|\[[^\]]*\]\([^)]*\)")
+BOOK_PAGES = sorted((ROOT / "book").glob("*.md"))
+
+
+def unlinked_chapter_numbers(text):
+    """The references to a chapter by number in markdown ``text`` that are not inside a link."""
+    return CHAPTER_NUMBER.findall(LINK.sub("", text))
+
+
+def test_chapter_number_pattern_tells_links_from_plain_references():
+    assert unlinked_chapter_numbers("as chapter 4 shows; Chapter 10 and chapters 1 and 3") == [
+        "chapter 4",
+        "Chapter 10",
+        "chapters 1",
+    ]
+    linked = "see {doc}`chapter 4 <04_add_or_concatenate>`, chapters {doc}`1 <01_a>` and [3](03_b.ipynb)"
+    assert unlinked_chapter_numbers(linked) == []
+    assert unlinked_chapter_numbers("every other chapter; this chapter's figure 3") == []
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS + BOOK_PAGES, ids=lambda path: path.name)
+def test_every_chapter_number_is_a_link(path):
+    texts = markdown_sources(path) if path.suffix == ".ipynb" else [path.read_text(encoding="utf-8")]
+    unlinked = [ref for text in texts for ref in unlinked_chapter_numbers(text)]
+    assert unlinked == [], f"{path.name}: {unlinked} name a chapter by number without linking it"
