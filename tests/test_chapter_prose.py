@@ -1,0 +1,77 @@
+"""The chapters' prose stands alone: few mentions of the research notes, and every "chapter N" a link."""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+
+# A mention of a research note by number ("note 001", "Note 004's", "research note\n004"). A reader who
+# arrives from a search has never seen the notes: the chapters quote the claim, name its public source and
+# link its entry on the errata page, which keeps the mapping to the notes.
+NOTE_MENTION = re.compile(r"\bnotes?\s+00\d", re.IGNORECASE)
+MAX_NOTE_MENTIONS = 5
+
+
+def markdown_sources(path):
+    """The sources of the markdown cells of notebook ``path``."""
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    return ["".join(cell["source"]) for cell in cells if cell["cell_type"] == "markdown"]
+
+
+def note_mentions(texts):
+    """The mentions of a research note by number in ``texts``."""
+    return [match.group(0) for text in texts for match in NOTE_MENTION.finditer(text)]
+
+
+def test_note_mention_pattern_finds_the_forms_the_chapters_used():
+    assert note_mentions(["Research note 004 says", "Note 001's guess", "of research note\n  004 does"]) == [
+        "note 004",
+        "Note 001",
+        "note\n  004",
+    ]
+    assert note_mentions(["a note on 2004", "notebook 001", "footnote 3"]) == []
+
+
+def test_chapters_mention_the_research_notes_at_most_a_handful_of_times():
+    mentions = {path.name: len(note_mentions(markdown_sources(path))) for path in NOTEBOOKS}
+    total = sum(mentions.values())
+    assert total <= MAX_NOTE_MENTIONS, (
+        f"the chapters' markdown mentions the research notes by number {total} times "
+        f"(at most {MAX_NOTE_MENTIONS}): {mentions}. Quote the claim, name its source and link its "
+        "erratum ({ref}`erratum N <errata-NN>`) instead."
+    )
+
+
+# "chapter 5", "Chapter 10", "chapters 1 and 3": a reference to a chapter by its number. The chapters are
+# numbered (`numbered: true` in _toc.yml), and each such reference must be a link the strict build resolves:
+# {doc}`chapter 5 <05_tabular_identity>` or chapters {doc}`1 <...>` and {doc}`3 <...>`.
+CHAPTER_NUMBER = re.compile(r"\bchapters?\s+\d+", re.IGNORECASE)
+LINK = re.compile(r"\{doc\}`[^`]*`|\[[^\]]*\]\([^)]*\)")
+BOOK_PAGES = sorted((ROOT / "book").glob("*.md"))
+
+
+def unlinked_chapter_numbers(text):
+    """The references to a chapter by number in markdown ``text`` that are not inside a link."""
+    return CHAPTER_NUMBER.findall(LINK.sub("", text))
+
+
+def test_chapter_number_pattern_tells_links_from_plain_references():
+    assert unlinked_chapter_numbers("as chapter 4 shows; Chapter 10 and chapters 1 and 3") == [
+        "chapter 4",
+        "Chapter 10",
+        "chapters 1",
+    ]
+    linked = "see {doc}`chapter 4 <04_add_or_concatenate>`, chapters {doc}`1 <01_a>` and [3](03_b.ipynb)"
+    assert unlinked_chapter_numbers(linked) == []
+    assert unlinked_chapter_numbers("every other chapter; this chapter's figure 3") == []
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS + BOOK_PAGES, ids=lambda path: path.name)
+def test_every_chapter_number_is_a_link(path):
+    texts = markdown_sources(path) if path.suffix == ".ipynb" else [path.read_text(encoding="utf-8")]
+    unlinked = [ref for text in texts for ref in unlinked_chapter_numbers(text)]
+    assert unlinked == [], f"{path.name}: {unlinked} name a chapter by number without linking it"
