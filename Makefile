@@ -36,7 +36,7 @@ $(KERNEL_CONFIG): Makefile $(STAMP)
 
 book: $(STAMP) $(KERNEL_CONFIG)
 	$(BIN)/jupyter-book build --all -W -n --keep-going . || { cat _build/html/reports/*.log 2>/dev/null; exit 1; }
-	@echo "Open _build/html/index.html"
+	@echo "Built _build/html: serve it with $(BIN)/python -m http.server -d _build/html, then open http://localhost:8000 (search needs a server)"
 
 # ruff (configured in pyproject.toml; notebooks/ruff.toml formats chapters to 80 columns), then mypy, strict,
 # over the library (pyproject.toml, [tool.mypy]).
