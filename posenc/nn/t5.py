@@ -105,14 +105,9 @@ class T5RelativeBias(nn.Module):
         """:meth:`buckets` for checked lengths and offset."""
         device = self.relative_attention_bias.weight.device
         # Buckets depend on j - (offset + i) only: compute them once per distinct relative position, then spread.
-        # Distances beyond max_distance share the last bucket of their side: clipping them changes no bucket and
-        # keeps a far offset's distances within what t5_relative_bucket accepts.
-        relative = np.arange(-(q_len - 1), k_len) - offset
         distinct = torch.from_numpy(
             t5_relative_bucket(
-                np.clip(relative, -self.max_distance - 1, self.max_distance + 1)
-                if q_len and k_len
-                else np.zeros(0, dtype=np.int64),
+                np.arange(-(q_len - 1), k_len) - offset if q_len and k_len else np.zeros(0, dtype=np.int64),
                 bidirectional=self.bidirectional,
                 num_buckets=self.num_buckets,
                 max_distance=self.max_distance,
