@@ -105,6 +105,13 @@ def test_seq_dim_1_rotates_a_batch_first_tensor_like_its_transpose(layout):
     assert batch_first(x).shape == x.shape
 
 
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_an_empty_sequence_is_rotated_to_an_empty_result(layout):
+    """A prompt of no tokens, batch-first or with (batch, 0) positions: an empty result, not a reshape error."""
+    assert RotaryEmbedding(8, layout=layout, seq_dim=1)(torch.zeros(2, 0, 3, 8)).shape == (2, 0, 3, 8)
+    assert RotaryEmbedding(8, layout=layout)(torch.zeros(2, 3, 0, 8), positions=torch.zeros(2, 0)).shape == (2, 3, 0, 8)
+
+
 def test_seq_dim_counts_from_either_end():
     x = torch.randn(2, 5, 3, 8, generator=_generator(6))
     assert torch.equal(RotaryEmbedding(8, seq_dim=1)(x), RotaryEmbedding(8, seq_dim=-3)(x))

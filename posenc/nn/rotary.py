@@ -309,9 +309,9 @@ def _sequence_axis(x: object, head_dim: int, seq_dim: int) -> int:
 
 def _reshape_table(table: _Table, shape: tuple[int, ...]) -> _Table:
     """The table's rows laid out as ``shape`` (its last axis kept), to broadcast against ``x``."""
-    if isinstance(table, tuple):
-        return table[0].reshape(*shape, -1), table[1].reshape(*shape, -1)
-    return table.reshape(*shape, -1)
+    if isinstance(table, tuple):  # the last axis named, not -1: a table of an empty sequence has no elements
+        return table[0].reshape(*shape, table[0].shape[-1]), table[1].reshape(*shape, table[1].shape[-1])
+    return table.reshape(*shape, table.shape[-1])
 
 
 def _positions_array(positions: object, x: torch.Tensor, seq_axis: int, head_dim: int) -> NDArray[np.float64]:
