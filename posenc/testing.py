@@ -22,6 +22,7 @@ Sinusoidal
 Rotary (RoPE)
     :func:`assert_rotary_angles_accurate`, :func:`assert_rotary_scores_depend_on_offset_only`,
     :func:`assert_rotary_offset_matches_slice`, :func:`assert_rotary_calls_independent`,
+    :func:`assert_rotary_uses_sequence_axis`,
     :func:`assert_layouts_agree_after_permutation`
 ALiBi and T5
     :func:`assert_alibi_slopes_match_reference`, :func:`assert_t5_buckets_in_range`,
@@ -58,6 +59,7 @@ __all__ = [
     "assert_rotary_scores_depend_on_offset_only",
     "assert_rotary_offset_matches_slice",
     "assert_rotary_calls_independent",
+    "assert_rotary_uses_sequence_axis",
     "assert_layouts_agree_after_permutation",
     "assert_alibi_slopes_match_reference",
     "assert_t5_buckets_in_range",
@@ -758,6 +760,126 @@ def assert_rotary_calls_independent(
         f"fn on the same {short_len}-position input returned different rows before and after a call of length "
         f"{long_len}: up to {error.max():.3g} apart (relative to max |x|; atol {atol:g}), first at position {row}. "
         f"State from the long call (an enlarged base or a cached table) leaks into the short one."
+    )
+
+
+def assert_rotary_uses_sequence_axis(
+    fn: Implementation,
+    *,
+    head_dim: int = 64,
+    seq_len: int = 8,
+    n_heads: int = 4,
+    batch: int = 2,
+    base: float = 10000.0,
+    layout: RotaryLayout = "interleaved",
+    atol: float = 1e-5,
+    seed: int = 0,
+) -> None:
+    r"""Check that a batch-first tensor ``(batch, seq, heads, head_dim)`` is rotated along ``seq``, not ``heads``.
+
+    Parameters
+    ----------
+    fn : callable
+        ``fn(x)`` rotates ``x`` of shape ``(batch, seq, heads, head_dim)`` (the layout of Meta's Llama code and
+        flash-attn), row ``s`` of axis 1 at position ``s``, and returns the same shape; a ``torch.nn.Module``
+        such as ``posenc.nn.RotaryEmbedding(head_dim, seq_dim=1)`` gets a float32 tensor.
+    head_dim : int, default 64
+        Width of one head; even, at most 4096.
+    seq_len : int, default 8
+        Length of the sequence; between 2 and 4096.
+    n_heads : int, default 4
+        Number of heads, all identical copies; between 2 and 64.
+    batch : int, default 2
+        Batch size; between 1 and 64. ``batch * seq_len * n_heads * head_dim`` is at most ``2**22``.
+    base : float, default 10000.0
+        The rotary base; greater than 1.
+    layout : {"interleaved", "halves"}, default "interleaved"
+        How ``fn`` pairs dimensions.
+    atol : float, default 1e-5
+        Largest accepted difference, relative to the largest entry of ``x``.
+    seed : int, default 0
+        Seed of the random input.
+
+    Returns
+    -------
+    None
+
+    Raises
+    ------
+    AssertionError
+        If the heads of the result differ (``fn`` rotated along the heads axis), if a row is not the float64
+        rotation at its sequence position, or if ``fn`` raises.
+    TypeError, ValueError
+        If an argument of the check is invalid.
+
+    Notes
+    -----
+    A rotary implementation written for ``(..., seq, head_dim)`` accepts a ``(batch, seq, heads, head_dim)``
+    tensor without complaint, and rotates row ``h`` of axis 2 by position ``h``: the heads get the positions
+    and every token of one head the same angle. Nothing fails; attention merely stops seeing order. The
+    check makes every head an identical copy of its token's vector: a correct implementation returns
+    identical heads, each the rotation at the token's position, and one that rotates along the heads
+    returns heads that differ.
+
+    Examples
+    --------
+    >>> import posenc
+    >>> assert_rotary_uses_sequence_axis(lambda x: posenc.rotate(x.swapaxes(1, 2), x.shape[1]).swapaxes(1, 2))
+    >>> assert_rotary_uses_sequence_axis(lambda x: posenc.rotate(x, x.shape[-2]))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    AssertionError: fn rotated x of shape (batch, seq, heads, head_dim) = (2, 8, 4, 64) whose heads are ...
+    """
+    _check_implementation(fn, "fn")
+    head_dim = check_int(head_dim, "head_dim", minimum=2, maximum=4096, even=True)
+    seq_len = check_int(seq_len, "seq_len", minimum=2, maximum=4096)
+    n_heads = check_int(n_heads, "n_heads", minimum=2, maximum=64)
+    batch = check_int(batch, "batch", minimum=1, maximum=64)
+    if batch * seq_len * n_heads * head_dim > _MAX_CHECK_ELEMENTS:
+        raise ValueError(
+            f"batch x seq_len x n_heads x head_dim must be at most {_MAX_CHECK_ELEMENTS}, got "
+            f"{batch} x {seq_len} x {n_heads} x {head_dim}"
+        )
+    base = check_real(base, "base", above=1.0)
+    layout = check_choice(layout, "layout", ROTARY_LAYOUTS)
+    atol = check_real(atol, "atol", above=0.0)
+    seed = check_int(seed, "seed", maximum=_MAX_SEED)
+    tokens = np.random.default_rng(seed).standard_normal((batch, seq_len, head_dim))
+    x = np.repeat(tokens[:, :, None, :], n_heads, axis=2)  # (batch, seq, heads, head_dim), heads identical
+    scale = float(np.abs(x).max())
+    shape = (batch, seq_len, n_heads, head_dim)
+    description = f"fn(x of shape (batch, seq, heads, head_dim) = {shape})"
+    out = _as_array(_call(fn, description, _tensor(x, "float32") if _is_torch_module(fn) else x.copy()), description)
+    _expect_shape(out, shape, description)
+
+    spread = np.abs(out - out[:, :, :1, :]).max(axis=(0, 1, 3)) / scale
+    spread = np.where(np.isfinite(spread), spread, np.inf)
+    if spread.max() > atol:
+        head = int(np.argmax(spread > atol))
+        raise AssertionError(
+            f"fn rotated x of shape (batch, seq, heads, head_dim) = {shape} whose heads are identical copies, and "
+            f"head {head} came out different from head 0 by up to {spread.max():.3g} (relative to max |x|; atol "
+            f"{atol:g}): it rotates along axis 2, the heads, as if x were (..., seq, head_dim). Likely cause: a "
+            "batch-first tensor given to code that takes the sequence axis to be the one before head_dim. Say "
+            "where the sequence axis is (posenc.nn.RotaryEmbedding(..., seq_dim=1)) or transpose x to "
+            "(batch, heads, seq, head_dim) first."
+        )
+    want = posenc.rotate(tokens, np.arange(seq_len, dtype=np.float64), base=base, layout=layout)
+    error = np.abs(out - want[:, :, None, :]) / scale
+    error = np.where(np.isfinite(error), error, np.inf)
+    if error.max() <= atol:
+        return
+    row = int(np.argmax(error.max(axis=(0, 2, 3))))
+    by_batch = posenc.rotate(tokens.swapaxes(0, 1), np.arange(batch, dtype=np.float64), base=base, layout=layout)
+    hint = (
+        " It is the rotation by batch index: fn rotates along axis 0, the batch."
+        if batch > 1 and np.abs(out - by_batch.swapaxes(0, 1)[:, :, None, :]).max() / scale <= atol
+        else " Check the base, the layout and the frequencies."
+    )
+    raise AssertionError(
+        f"{description} returned identical heads, but row {row} of axis 1 is not rotated by position {row}: it "
+        f"differs from the float64 rotation (layout {layout!r}, base {base:g}) by up to {error.max():.3g} "
+        f"(relative to max |x|; atol {atol:g}).{hint}"
     )
 
 

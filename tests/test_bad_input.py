@@ -54,6 +54,7 @@ from posenc.testing import (
     assert_rotary_calls_independent,
     assert_rotary_offset_matches_slice,
     assert_rotary_scores_depend_on_offset_only,
+    assert_rotary_uses_sequence_axis,
     assert_sinusoidal_matches_reference,
     assert_sinusoidal_odd_width_handled,
     assert_t5_buckets_exact,
@@ -381,7 +382,93 @@ BAD_CALLS = {
     "rotary module short positions": Bad(
         lambda: RotaryEmbedding(8)(torch.zeros(3, 8), positions=torch.arange(2)), ValueError, "positions"
     ),
+    "rotary module seq_dim of the last axis": Bad(lambda: RotaryEmbedding(8, seq_dim=-1), ValueError, "seq_dim"),
+    "rotary module float seq_dim": Bad(lambda: RotaryEmbedding(8, seq_dim=1.0), TypeError, "seq_dim"),
+    "rotary module seq_dim out of range": Bad(lambda: RotaryEmbedding(8, seq_dim=16), ValueError, "seq_dim"),
+    "rotary module seq_dim beyond x": Bad(
+        lambda: RotaryEmbedding(8, seq_dim=2)(torch.zeros(2, 3, 8)), ValueError, "seq_dim"
+    ),
+    "rotary module float tensor offset": Bad(
+        lambda: RotaryEmbedding(8)(torch.zeros(3, 8), offset=torch.tensor(1.0)), TypeError, "offset"
+    ),
+    "rotary module 1-D tensor offset": Bad(
+        lambda: RotaryEmbedding(8)(torch.zeros(3, 8), offset=torch.tensor([1])), ValueError, "offset"
+    ),
+    "rotary module negative tensor offset": Bad(
+        lambda: RotaryEmbedding(8)(torch.zeros(3, 8), offset=torch.tensor(-1)), ValueError, "offset"
+    ),
+    "rotary module offset tensor on the meta device": Bad(
+        lambda: RotaryEmbedding(8)(torch.zeros(3, 8), offset=torch.tensor(1, device="meta")), ValueError, "offset"
+    ),
+    "rotary module batch positions not broadcasting": Bad(
+        lambda: RotaryEmbedding(8)(torch.zeros(2, 4, 3, 8), positions=torch.zeros(3, 3)), ValueError, "positions"
+    ),
+    "rotary module batch positions for x without a batch axis": Bad(
+        lambda: RotaryEmbedding(8)(torch.zeros(3, 8), positions=torch.zeros(1, 3)), ValueError, "positions"
+    ),
+    "rotary module ragged positions": Bad(
+        lambda: RotaryEmbedding(8)(torch.zeros(1, 2, 8), positions=[[0, 1], [0]]), ValueError, "positions"
+    ),
+    "rotary module infinite batch positions": Bad(
+        lambda: RotaryEmbedding(8)(torch.zeros(2, 2, 8), positions=[[0, 1], [0, np.inf]]), ValueError, "positions"
+    ),
+    "sinusoidal module negative offset": Bad(
+        lambda: SinusoidalPositionalEncoding(8)(torch.zeros(1, 3, 8), offset=-1), ValueError, "offset"
+    ),
+    "sinusoidal module float offset": Bad(
+        lambda: SinusoidalPositionalEncoding(8)(torch.zeros(1, 3, 8), offset=0.5), TypeError, "offset"
+    ),
+    "sinusoidal module offset and positions": Bad(
+        lambda: SinusoidalPositionalEncoding(8)(torch.zeros(1, 3, 8), offset=1, positions=[0, 1, 2]),
+        ValueError,
+        "offset",
+    ),
+    "sinusoidal module positions of another batch": Bad(
+        lambda: SinusoidalPositionalEncoding(8)(torch.zeros(2, 3, 8), positions=torch.zeros(3, 3)),
+        ValueError,
+        "positions",
+    ),
+    "sinusoidal module 3-D positions": Bad(
+        lambda: SinusoidalPositionalEncoding(8)(torch.zeros(2, 3, 8), positions=torch.zeros(1, 2, 3)),
+        ValueError,
+        "positions",
+    ),
+    "sinusoidal module complex positions": Bad(
+        lambda: SinusoidalPositionalEncoding(8)(torch.zeros(1, 2, 8), positions=torch.zeros(2, dtype=torch.complex64)),
+        TypeError,
+        "positions",
+    ),
+    "learned module offset past max_len": Bad(
+        lambda: LearnedPositionalEmbedding(4, 8)(torch.zeros(1, 2, 8), offset=3), ValueError, "offset"
+    ),
+    "learned module tensor offset past max_len": Bad(
+        lambda: LearnedPositionalEmbedding(4, 8)(torch.zeros(1, 2, 8), offset=torch.tensor(3)), ValueError, "offset"
+    ),
+    "learned module fractional positions": Bad(
+        lambda: LearnedPositionalEmbedding(4, 8)(torch.zeros(1, 2, 8), positions=[0.5, 1.0]), TypeError, "positions"
+    ),
+    "learned module position past max_len": Bad(
+        lambda: LearnedPositionalEmbedding(4, 8)(torch.zeros(1, 2, 8), positions=[0, 4]), ValueError, "positions"
+    ),
+    "learned module negative position": Bad(
+        lambda: LearnedPositionalEmbedding(4, 8)(torch.zeros(1, 2, 8), positions=[[-1, 0]]), ValueError, "positions"
+    ),
+    "learned module offset and positions": Bad(
+        lambda: LearnedPositionalEmbedding(4, 8)(torch.zeros(1, 2, 8), offset=1, positions=[0, 1]),
+        ValueError,
+        "offset",
+    ),
     "alibi module causal with fewer keys": Bad(lambda: ALiBiBias(4)(5, 3), ValueError, "k_len"),
+    "alibi module causal with a negative offset": Bad(lambda: ALiBiBias(4)(2, 3, offset=-1), ValueError, "offset"),
+    "alibi module offset past 2**52": Bad(
+        lambda: ALiBiBias(4)(2, 3, causal=False, offset=2**52 + 1), ValueError, "offset"
+    ),
+    "alibi module float tensor offset": Bad(lambda: ALiBiBias(4)(2, 3, offset=torch.tensor(1.0)), TypeError, "offset"),
+    "t5 module float offset": Bad(lambda: T5RelativeBias(4)(2, 3, offset=1.5), TypeError, "offset"),
+    "t5 module offset past 2**52": Bad(lambda: T5RelativeBias(4)(2, 3, offset=-(2**52) - 1), ValueError, "offset"),
+    "t5 buckets 1-D tensor offset": Bad(
+        lambda: T5RelativeBias(4).buckets(2, 3, offset=torch.tensor([1, 2])), ValueError, "offset"
+    ),
     "t5 module table over the limit": Bad(
         lambda: T5RelativeBias(2**20, num_buckets=2**10), ValueError, "num_buckets", large=True
     ),
@@ -446,6 +533,19 @@ BAD_CALLS = {
     "offset check of None": Bad(lambda: assert_rotary_offset_matches_slice(None), TypeError, "fn"),
     "offset check zero offset": Bad(lambda: assert_rotary_offset_matches_slice(print, offset=0), ValueError, "offset"),
     "independence check of a str": Bad(lambda: assert_rotary_calls_independent("rope"), TypeError, "fn"),
+    "sequence-axis check of a str": Bad(lambda: assert_rotary_uses_sequence_axis("rope"), TypeError, "fn"),
+    "sequence-axis check with one head": Bad(
+        lambda: assert_rotary_uses_sequence_axis(print, n_heads=1), ValueError, "n_heads"
+    ),
+    "sequence-axis check with one position": Bad(
+        lambda: assert_rotary_uses_sequence_axis(print, seq_len=1), ValueError, "seq_len"
+    ),
+    "sequence-axis check with no batch": Bad(
+        lambda: assert_rotary_uses_sequence_axis(print, batch=0), ValueError, "batch"
+    ),
+    "sequence-axis check too large": Bad(
+        lambda: assert_rotary_uses_sequence_axis(print, batch=64, seq_len=4096, n_heads=64), ValueError, "batch"
+    ),
     "independence check long not longer": Bad(
         lambda: assert_rotary_calls_independent(print, short_len=16, long_len=16), ValueError, "long_len"
     ),

@@ -66,6 +66,7 @@ from posenc.testing import (
     assert_rotary_calls_independent,
     assert_rotary_offset_matches_slice,
     assert_rotary_scores_depend_on_offset_only,
+    assert_rotary_uses_sequence_axis,
     assert_sinusoidal_matches_reference,
     assert_sinusoidal_odd_width_handled,
     assert_t5_buckets_exact,
@@ -146,6 +147,15 @@ def _check_module_forward(module, d_in):
     assert out.shape == x.shape and torch.isfinite(out).all()
 
 
+def _check_rotary_module(module):
+    """Rotate a tensor with as many axes as the module's seq_dim needs, of length 2 along each but the last."""
+    seq_dim = module.seq_dim
+    ndim = max(3, seq_dim + 2 if seq_dim >= 0 else -seq_dim)
+    x = torch.ones((2,) * (ndim - 1) + (module.head_dim,))
+    out = module(x)
+    assert out.shape == x.shape and torch.isfinite(out).all()
+
+
 def _check_forward_result(out, kwargs, expected_shape=None):
     x = kwargs["x"]
     assert out.shape == (expected_shape or x.shape), f"shape {tuple(out.shape)}"
@@ -217,6 +227,13 @@ def _sinusoid_check(a):
 def _rotary_check(check, a):
     rotate = lambda x, p: posenc.rotate(x, p, base=a["base"], layout=a["layout"])  # noqa: E731
     return check(**_with(a, "rotate_fn", rotate))
+
+
+def _sequence_axis_check(a):
+    def rotate(x):  # batch-first: the sequence is axis 1
+        return posenc.rotate(x.swapaxes(1, 2), x.shape[1], base=a["base"], layout=a["layout"]).swapaxes(1, 2)
+
+    return assert_rotary_uses_sequence_axis(**_with(a, "fn", rotate))
 
 
 def _layout_check(a):
@@ -349,11 +366,14 @@ SPECS = {
     ),
     "posenc.nn.RotaryEmbedding": Spec(
         RotaryEmbedding,
-        lambda a: RotaryEmbedding(a["head_dim"], base=a["base"], layout=a["layout"], scaling=a["scaling"]),
+        lambda a: RotaryEmbedding(
+            a["head_dim"], base=a["base"], layout=a["layout"], scaling=a["scaling"], seq_dim=a["seq_dim"]
+        ),
         lambda: dict(
             head_dim=8,
             base=10000.0,
             layout="interleaved",
+            seq_dim=1,
             scaling={
                 "rope_type": "llama3",
                 "factor": 8.0,
@@ -362,12 +382,12 @@ SPECS = {
                 "high_freq_factor": 4.0,
             },
         ),
-        lambda module, a: _check_module_forward(module, a["head_dim"]),
+        lambda module, a: _check_rotary_module(module),
     ),
     "posenc.nn.RotaryEmbedding.forward": Spec(
         RotaryEmbedding.forward,
         lambda a: RotaryEmbedding(8, layout="halves")(a["x"], offset=a["offset"], positions=a["positions"]),
-        lambda: dict(x=torch.zeros(2, 3, 8), offset=0, positions=torch.tensor([0.0, 2.5, 7.0])),
+        lambda: dict(x=torch.zeros(2, 3, 8), offset=0, positions=torch.tensor([[0.0, 2.5, 7.0], [3.0, 4.0, 5.0]])),
         _check_forward_result,
     ),
     "posenc.nn.SinusoidalPositionalEncoding": Spec(
@@ -380,8 +400,8 @@ SPECS = {
     ),
     "posenc.nn.SinusoidalPositionalEncoding.forward": Spec(
         SinusoidalPositionalEncoding.forward,
-        lambda a: SinusoidalPositionalEncoding(8, max_len=4)(a["x"]),
-        lambda: dict(x=torch.zeros(2, 3, 8)),
+        lambda a: SinusoidalPositionalEncoding(8, max_len=4)(a["x"], offset=a["offset"], positions=a["positions"]),
+        lambda: dict(x=torch.zeros(2, 3, 8), offset=0, positions=None),
         _check_forward_result,
     ),
     "posenc.nn.LearnedPositionalEmbedding": Spec(
@@ -392,8 +412,8 @@ SPECS = {
     ),
     "posenc.nn.LearnedPositionalEmbedding.forward": Spec(
         LearnedPositionalEmbedding.forward,
-        lambda a: LearnedPositionalEmbedding(4, 8)(a["x"]),
-        lambda: dict(x=torch.zeros(2, 3, 8)),
+        lambda a: LearnedPositionalEmbedding(4, 8)(a["x"], offset=a["offset"], positions=a["positions"]),
+        lambda: dict(x=torch.zeros(2, 3, 8), offset=0, positions=None),
         _check_forward_result,
     ),
     "posenc.alibi_slopes": Spec(
@@ -436,8 +456,8 @@ SPECS = {
     ),
     "posenc.nn.ALiBiBias.forward": Spec(
         ALiBiBias.forward,
-        lambda a: ALiBiBias(4)(a["q_len"], a["k_len"], causal=a["causal"]),
-        lambda: dict(q_len=3, k_len=5, causal=True),
+        lambda a: ALiBiBias(4)(a["q_len"], a["k_len"], causal=a["causal"], offset=a["offset"]),
+        lambda: dict(q_len=3, k_len=5, causal=True, offset=torch.tensor(1)),
         lambda out, a: _check_bias(out, a, 4, bool(a["causal"])),
     ),
     "posenc.nn.T5RelativeBias": Spec(
@@ -450,9 +470,18 @@ SPECS = {
     ),
     "posenc.nn.T5RelativeBias.forward": Spec(
         T5RelativeBias.forward,
-        lambda a: T5RelativeBias(4)(a["q_len"], a["k_len"]),
-        lambda: dict(q_len=3, k_len=5),
+        lambda a: T5RelativeBias(4)(a["q_len"], a["k_len"], offset=a["offset"]),
+        lambda: dict(q_len=3, k_len=5, offset=7),
         lambda out, a: _check_bias(out, a, 4, causal=False),
+    ),
+    "posenc.nn.T5RelativeBias.buckets": Spec(
+        T5RelativeBias.buckets,
+        lambda a: T5RelativeBias(4, num_buckets=8, max_distance=16).buckets(a["q_len"], a["k_len"], offset=a["offset"]),
+        lambda: dict(q_len=3, k_len=5, offset=torch.tensor(-2)),
+        lambda out, a: (
+            (out.dtype == torch.int64 and out.shape == _lengths(a) and bool(((out >= 0) & (out < 8)).all()))
+            or pytest.fail(f"buckets {out!r}")
+        ),
     ),
     "posenc.nn.ShawRelativeAttention": Spec(
         ShawRelativeAttention,
@@ -515,6 +544,22 @@ SPECS = {
         assert_rotary_calls_independent,
         lambda a: assert_rotary_calls_independent(**a),
         lambda: dict(fn=_rotate_at, head_dim=8, short_len=4, long_len=64, atol=1e-6, seed=0),
+        _passed,
+    ),
+    "posenc.testing.assert_rotary_uses_sequence_axis": Spec(
+        assert_rotary_uses_sequence_axis,
+        _sequence_axis_check,
+        lambda: dict(
+            fn=_reference_placeholder,
+            head_dim=8,
+            seq_len=4,
+            n_heads=2,
+            batch=2,
+            base=10000.0,
+            layout="halves",
+            atol=1e-5,
+            seed=0,
+        ),
         _passed,
     ),
     "posenc.testing.assert_layouts_agree_after_permutation": Spec(

@@ -7,6 +7,7 @@ from torch import nn
 
 from posenc._validation import check_flag, check_int, check_query_key_lengths
 from posenc.alibi import MAX_HEADS, alibi_slopes
+from posenc.nn._checks import offset_as_int
 
 __all__ = ["ALiBiBias"]
 
@@ -46,6 +47,8 @@ class ALiBiBias(nn.Module):
     >>> logits = torch.zeros(2, 8, 3, 5)  # (batch, heads, queries, keys): 3 new tokens after 2 cached
     >>> (logits + alibi(3, 5)).shape
     torch.Size([2, 8, 3, 5])
+    >>> alibi(1, 6, offset=torch.tensor(2))[0]  # a static cache of 6 slots, the token at position 2
+    tensor([[-1.0000, -0.5000,  0.0000,    -inf,    -inf,    -inf]])
     """
 
     slopes: torch.Tensor
@@ -56,8 +59,10 @@ class ALiBiBias(nn.Module):
         slopes = torch.from_numpy(alibi_slopes(self.n_heads)).to(torch.float32)
         self.register_buffer("slopes", slopes, persistent=False)
 
-    def forward(self, q_len: int, k_len: int | None = None, *, causal: bool = True) -> torch.Tensor:
-        r"""The bias for ``q_len`` queries that are the last ``q_len`` of ``k_len`` key positions.
+    def forward(
+        self, q_len: int, k_len: int | None = None, *, causal: bool = True, offset: int | torch.Tensor | None = None
+    ) -> torch.Tensor:
+        r"""The bias for ``q_len`` queries at positions ``offset ...`` (default: the last ``q_len`` of ``k_len``).
 
         Parameters
         ----------
@@ -67,25 +72,33 @@ class ALiBiBias(nn.Module):
             Number of keys; ``>= q_len`` when ``causal``. ``None`` means ``q_len``.
         causal : bool, default True
             ``True``: ``-inf`` on the keys after each query. ``False``: ``-m_h * |i - j|`` everywhere.
+        offset : int, 0-d integer tensor or None, default None
+            Position of query 0: query ``i`` sits at ``offset + i``, key ``j`` at ``j``. ``None`` means
+            ``k_len - q_len``. Give it for a static cache, whose ``k_len`` is the cache's size and not the
+            number of tokens seen (``cache_position[0]``). ``|offset| <= 2**52``; ``>= 0`` when ``causal``.
 
         Returns
         -------
         bias : (n_heads, q_len, k_len) float32 tensor
-            On the device of ``slopes``; query ``i`` sits at position ``k_len - q_len + i``, key ``j``
-            at ``j``; equal to ``posenc.alibi_bias(n_heads, q_len, k_len, causal=causal)`` up to float32
+            On the device of ``slopes``; query ``i`` sits at position ``offset + i``, key ``j`` at ``j``;
+            equal to ``posenc.alibi_bias(n_heads, q_len, k_len, causal=causal, offset=offset)`` up to float32
             rounding.
 
         Raises
         ------
         TypeError
-            If a length is not an int or ``causal`` is not a bool.
+            If a length is not an int, ``causal`` is not a bool, or ``offset`` not an int or 0-d integer tensor.
         ValueError
-            If a length is negative, the bias would exceed ``posenc.MAX_TABLE_ELEMENTS`` elements, or
-            ``causal`` with ``k_len < q_len`` (a query would see no key).
+            If a length is negative, the bias would exceed ``posenc.MAX_TABLE_ELEMENTS`` elements,
+            ``|offset| > 2**52``, or ``causal`` with ``k_len < q_len`` and no ``offset``, or a negative
+            ``offset`` (a query would see no key).
         """
         causal = check_flag(causal, "causal")
-        q_len, k_len, offset = check_query_key_lengths(q_len, k_len, None, self.n_heads, "n_heads")
+        given = offset_as_int(offset)
+        q_len, k_len, offset = check_query_key_lengths(q_len, k_len, given, self.n_heads, "n_heads")
         if causal and offset < 0 and q_len > 0:
+            if given is not None:
+                raise ValueError(f"offset must be >= 0 when causal=True, got {offset}: query 0 would see no key")
             raise ValueError(
                 f"k_len must be >= q_len when causal=True, got q_len={q_len}, k_len={k_len}: the first queries "
                 "would see no key"

@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import numpy as np
 import torch
+from numpy.typing import ArrayLike
 from torch import nn
 
 from posenc._validation import check_d_model, check_int, check_table_size
-from posenc.nn._checks import check_embeddings
+from posenc.nn._checks import batch_positions, check_embeddings, offset_as_int
 
 __all__ = ["LearnedPositionalEmbedding"]
 
 
 class LearnedPositionalEmbedding(nn.Module):
     """Add a trained vector per position, for positions ``0 ... max_len - 1`` only.
+
+    ``x`` is ``(batch, seq, d_model)``; its rows sit at positions ``0 ... seq - 1`` unless :meth:`forward` is
+    given an ``offset`` (int or 0-d tensor: one token decoded after a cache) or integer ``positions``
+    (``(seq,)``, ``(1, seq)`` or ``(batch, seq)``, e.g. left-padded batches).
 
     Parameters
     ----------
@@ -41,6 +47,8 @@ class LearnedPositionalEmbedding(nn.Module):
     >>> embedding = LearnedPositionalEmbedding(4, 8)
     >>> embedding(torch.zeros(2, 3, 8)).shape
     torch.Size([2, 3, 8])
+    >>> torch.equal(embedding(torch.zeros(1, 1, 8), offset=3)[0, 0], embedding.weight[3])  # the 4th token
+    True
     """
 
     def __init__(self, max_len: int, d_model: int) -> None:
@@ -51,33 +59,58 @@ class LearnedPositionalEmbedding(nn.Module):
         self.weight = nn.Parameter(torch.empty(self.max_len, self.d_model))
         nn.init.normal_(self.weight, std=0.02)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """Add the trained vector of each position ``0 ... seq - 1`` to ``x``.
+    def forward(
+        self, x: torch.Tensor, *, offset: int | torch.Tensor = 0, positions: torch.Tensor | ArrayLike | None = None
+    ) -> torch.Tensor:
+        """Add the trained vector of each position ``offset ... offset + seq - 1`` (or ``positions``) to ``x``.
 
         Parameters
         ----------
         x : (batch, seq, d_model) tensor
             Embeddings, any floating dtype; ``seq <= max_len``.
+        offset : int or 0-d integer tensor, default 0
+            Position of row 0: row ``r`` sits at ``offset + r``; ``>= 0`` with ``offset + seq <= max_len``.
+        positions : (seq,), (1, seq) or (batch, seq) integer tensor, array_like of int, or None, default None
+            The position of each row instead (a ``(batch, seq)`` one per batch row), each in
+            ``[0, max_len)``; not with an ``offset``.
 
         Returns
         -------
         out : (batch, seq, d_model) tensor
-            ``x + weight[:seq]``, the weight cast to ``x``'s dtype; gradients flow to ``weight``.
+            ``x + weight[offset : offset + seq]`` (or ``x + weight[positions]``), the weight cast to ``x``'s
+            dtype; gradients flow to ``weight``.
 
         Raises
         ------
         TypeError
-            If ``x`` is not a floating tensor.
+            If ``x`` is not a floating tensor, ``offset`` not an int or 0-d integer tensor, or ``positions``
+            not integers.
         ValueError
-            If ``x`` is not of shape ``(batch, seq, d_model)``, or ``seq > max_len``: no vector was trained
-            for the later positions.
+            If ``x`` is not of shape ``(batch, seq, d_model)``, a position is negative or ``>= max_len`` (no
+            vector was trained for it), ``positions`` is not of shape ``(seq,)``, ``(1, seq)`` or
+            ``(batch, seq)``, or both are given.
         """
         seq = check_embeddings(x, self.d_model)
         if seq > self.max_len:
             raise ValueError(
                 f"sequence length {seq} exceeds max_len={self.max_len}: no learned vector for later positions"
             )
-        return x + self.weight[:seq].to(dtype=x.dtype)
+        accepted = f"an int or 0-d integer tensor >= 0 with offset + seq <= max_len = {self.max_len} (seq = {seq})"
+        offset = check_int(offset_as_int(offset), "offset", maximum=self.max_len - seq, accepted=accepted)
+        if positions is None:
+            return x + self.weight[offset : offset + seq].to(dtype=x.dtype)
+        if offset:
+            raise ValueError(f"pass offset or positions, not both: got offset={offset} and positions")
+        array = batch_positions(positions, x, self.d_model)
+        if not np.array_equal(array, np.round(array)):
+            raise TypeError("positions must be integers: a learned embedding has a vector per integer position only")
+        if array.min(initial=0) < 0 or array.max(initial=0) >= self.max_len:
+            raise ValueError(
+                f"positions must be in [0, max_len = {self.max_len}): got {array.min():g} to {array.max():g}, and "
+                "no vector was trained for positions outside"
+            )
+        index = torch.from_numpy(array.astype(np.int64)).to(self.weight.device)
+        return x + self.weight[index].to(dtype=x.dtype)
 
     def extra_repr(self) -> str:
         return f"max_len={self.max_len}, d_model={self.d_model}"

@@ -22,11 +22,9 @@ from posenc._validation import (
     check_choice,
     check_d_model,
     check_int,
-    check_positions,
     check_real,
-    is_int,
 )
-from posenc.nn._checks import check_rotary_input
+from posenc.nn._checks import check_rotary_input, offset_as_int, positions_array
 
 __all__ = ["RotaryEmbedding"]
 
@@ -39,6 +37,11 @@ _Table = torch.Tensor | tuple[torch.Tensor, torch.Tensor]
 
 class RotaryEmbedding(nn.Module):
     r"""Rotate queries or keys by their positions: rotary position embedding.
+
+    ``x`` is ``(..., seq, head_dim)`` by default (``seq_dim=-2``: ``(batch, heads, seq, head_dim)`` as in
+    transformers); give ``seq_dim=1`` for ``(batch, seq, heads, head_dim)`` (Meta's Llama code, flash-attn).
+    Positions are an ``offset`` (int or 0-d tensor) or a ``(seq,)``, ``(1, seq)`` or ``(batch, seq)`` tensor
+    such as transformers' ``position_ids``.
 
     Parameters
     ----------
@@ -54,6 +57,12 @@ class RotaryEmbedding(nn.Module):
         A transformers-style ``rope_parameters`` dict (``"linear"``, ``"dynamic"``, ``"yarn"``,
         ``"llama3"``) or the :class:`posenc.RopeScaling` parsed from one, as in
         :func:`posenc.rotary_frequencies`.
+    seq_dim : int, default -2
+        The axis of ``x`` that indexes positions: ``-2`` for ``(..., seq, head_dim)``, ``1`` for
+        ``(batch, seq, heads, head_dim)``; any axis but the last (``head_dim``), an int in ``[-16, 15]``
+        other than ``-1``, counted from the end when negative. With the wrong axis a batch-first tensor
+        is rotated by head index, which no error reveals; :func:`posenc.testing.assert_rotary_uses_sequence_axis`
+        catches it.
 
     Attributes
     ----------
@@ -69,11 +78,16 @@ class RotaryEmbedding(nn.Module):
     attention_factor : float
         What every rotated feature is multiplied by: ``scaling.attention_scaling``
         (:func:`posenc.rotary_attention_factor`), 1.0 except for ``"yarn"``.
+    seq_dim : int
+        The axis of ``x`` that indexes positions.
 
     Notes
     -----
-    :meth:`forward` rotates ``x`` of shape ``(..., seq, head_dim)``, the row ``r`` at position
-    ``offset + r`` or ``positions[r]``; there is no maximum length.
+    :meth:`forward` rotates ``x`` of shape ``(..., seq, head_dim)`` (or with ``seq`` at ``seq_dim``), the row
+    ``r`` at position ``offset + r`` or ``positions[..., r]``; there is no maximum length. *Per-row
+    positions*: a ``(batch, seq)`` ``positions`` gives row ``b`` of ``x``'s first axis its own positions
+    (left padding, packed sequences), shared by every head; its leading axes line up with ``x``'s leading
+    axes, as transformers' ``position_ids`` do (not from the right, which would put ``batch`` on ``heads``).
 
     *Precision.* Angles are never formed in float32 or bfloat16: the positions and frequencies are float64,
     so is ``position * frequency``, and its cosine and sine are computed in float64 and rounded once, to
@@ -127,6 +141,7 @@ class RotaryEmbedding(nn.Module):
         base: float = 10000.0,
         layout: RotaryLayout = "interleaved",
         scaling: RopeScaling | Mapping[str, object] | None = None,
+        seq_dim: int = -2,
     ) -> None:
         super().__init__()
         self.head_dim = check_d_model(head_dim, name="head_dim")
@@ -135,6 +150,9 @@ class RotaryEmbedding(nn.Module):
         self.scaling = parse_scaling(scaling, self.base)
         check_head_dim(self.head_dim, self.scaling)
         self.attention_factor = self.scaling.attention_scaling
+        self.seq_dim = check_int(seq_dim, "seq_dim", minimum=-16, maximum=15)
+        if self.seq_dim == -1:
+            raise ValueError("seq_dim must not be -1: the last axis of x holds head_dim, the sequence axis is another")
         # float64 NumPy, not a buffer: .to(torch.float16) must not round the frequencies.
         self._inv_freq = None if self.scaling.rope_type == "dynamic" else self._frequencies(None)
         self._tables: OrderedDict[Hashable, _Table] = OrderedDict()
@@ -146,7 +164,7 @@ class RotaryEmbedding(nn.Module):
         """The table of float64 ``positions``: complex ``(seq, half)``, or ``[cos | cos]`` and ``sin``."""
         inv_freq = self._inv_freq
         if inv_freq is None:  # dynamic: the frequencies depend on the length of this call
-            inv_freq = self._frequencies(float(positions.max()) + 1.0 if len(positions) else None)
+            inv_freq = self._frequencies(float(positions.max()) + 1.0 if positions.size else None)
         angles = np.multiply.outer(positions, inv_freq)
         cosines = torch.from_numpy(self.attention_factor * np.cos(angles))
         sines = torch.from_numpy(self.attention_factor * np.sin(angles))
@@ -175,20 +193,24 @@ class RotaryEmbedding(nn.Module):
         return table
 
     def forward(
-        self, x: torch.Tensor, *, offset: int = 0, positions: torch.Tensor | ArrayLike | None = None
+        self, x: torch.Tensor, *, offset: int | torch.Tensor = 0, positions: torch.Tensor | ArrayLike | None = None
     ) -> torch.Tensor:
         r"""Rotate the queries or keys ``x``: pair ``i`` of a row at position ``p`` turns by ``p`` times its frequency.
 
         Parameters
         ----------
         x : (..., seq, head_dim) tensor
-            Queries or keys, any floating dtype and device, e.g. ``(batch, heads, seq, head_dim)``.
-        offset : int, default 0
-            Position of row 0: row ``r`` sits at ``offset + r``. An int ``>= 0`` with
-            ``offset + seq <= 2**53``, e.g. the number of tokens already in a key/value cache.
-        positions : (seq,) tensor, array_like of real, or None, default None
+            Queries or keys, any floating dtype and device, e.g. ``(batch, heads, seq, head_dim)``; ``seq``
+            is at axis ``seq_dim`` (``(batch, seq, heads, head_dim)`` with ``seq_dim=1``).
+        offset : int or 0-d integer tensor, default 0
+            Position of row 0: row ``r`` sits at ``offset + r``. ``>= 0`` with ``offset + seq <= 2**53``,
+            e.g. the number of tokens already in a key/value cache, or a static cache's
+            ``cache_position[0]``.
+        positions : (seq,), (1, seq) or (batch, seq) tensor, array_like of real, or None, default None
             The position of each row instead, any finite reals (fractional included); not with an
-            ``offset``.
+            ``offset``. A ``(batch, seq)`` tensor (transformers' ``position_ids``) gives each entry of
+            ``x``'s first axis its own positions: its leading axes line up with ``x``'s first axes (before
+            ``seq_dim``), each 1 or equal to ``x``'s.
 
         Returns
         -------
@@ -200,24 +222,33 @@ class RotaryEmbedding(nn.Module):
         Raises
         ------
         TypeError
-            If ``x`` is not a floating tensor, ``offset`` not an int or ``positions`` not real.
+            If ``x`` is not a floating tensor, ``offset`` not an int or 0-d integer tensor, or ``positions``
+            not real.
         ValueError
-            If ``x`` does not end in ``head_dim``, ``offset`` is negative or too large, ``positions`` is not
-            finite or not ``seq`` long, or both ``offset`` and ``positions`` are given.
+            If ``x`` does not end in ``head_dim`` or has no axis ``seq_dim`` before its last, ``offset`` is
+            negative or too large, ``positions`` is not finite, its last axis is not ``seq`` long or its
+            leading axes do not broadcast against ``x``'s, or both ``offset`` and ``positions`` are given.
         """
-        seq = check_rotary_input(x, self.head_dim)
+        seq_axis = _sequence_axis(x, self.head_dim, self.seq_dim)
+        seq = x.shape[seq_axis]
         offset = _check_offset(offset, seq)
         dtype = torch.float64 if x.dtype == torch.float64 else torch.float32
         key: Hashable
         if positions is None:
             key = ("offset", offset, seq, x.device, dtype)
             table = self._table(key, lambda: offset + np.arange(seq, dtype=np.float64), x.device, dtype)
+            leading: tuple[int, ...] = ()
         else:
             if offset:
                 raise ValueError(f"pass offset or positions, not both: got offset={offset} and positions")
-            position_array = _positions_array(positions, seq, self.head_dim)
-            key = ("positions", position_array.tobytes(), x.device, dtype)
-            table = self._table(key, lambda: position_array, x.device, dtype)
+            position_array = _positions_array(positions, x, seq_axis, self.head_dim)
+            key = ("positions", position_array.shape, position_array.tobytes(), x.device, dtype)
+            table = self._table(key, lambda: position_array.ravel(), x.device, dtype)
+            leading = position_array.shape[:-1]
+        if leading or seq_axis != x.ndim - 2:
+            # (prod(leading) * seq, width) -> leading, then 1 for each axis before seq, seq, 1 for each after, width
+            shape = (*leading, *(1,) * (seq_axis - len(leading)), seq, *(1,) * (x.ndim - 2 - seq_axis))
+            table = _reshape_table(table, shape)
         # The casts are skipped, not just no-ops, when x already has the computing dtype: at 16 x 4096 x 64 a
         # call costs about 1 ms, and each skipped Python-level step saves about 1% of it (make bench).
         computed = x if x.dtype == dtype else x.to(dtype)
@@ -251,27 +282,47 @@ class RotaryEmbedding(nn.Module):
         return rotated
 
     def extra_repr(self) -> str:
-        return f"head_dim={self.head_dim}, base={self.base}, layout={self.layout!r}, scaling={self.scaling!r}"
+        seq_dim = "" if self.seq_dim == -2 else f", seq_dim={self.seq_dim}"
+        return f"head_dim={self.head_dim}, base={self.base}, layout={self.layout!r}, scaling={self.scaling!r}{seq_dim}"
 
 
 def _check_offset(offset: object, seq: int) -> int:
     if type(offset) is int and 0 <= offset <= _MAX_OFFSET - seq:  # the common case, without the checks below
         return offset
-    accepted = f"an int >= 0 with offset + seq <= 2**53 (seq = {seq})"
-    return check_int(offset, "offset", minimum=0, maximum=_MAX_OFFSET - seq, accepted=accepted)
+    accepted = f"an int or 0-d integer tensor >= 0 with offset + seq <= 2**53 (seq = {seq})"
+    return check_int(offset_as_int(offset), "offset", minimum=0, maximum=_MAX_OFFSET - seq, accepted=accepted)
 
 
-def _positions_array(positions: object, seq: int, head_dim: int) -> NDArray[np.float64]:
-    """``positions`` (a tensor, array or sequence of ``seq`` finite reals) as float64 NumPy."""
-    if isinstance(positions, torch.Tensor):
-        if positions.is_complex() or positions.dtype == torch.bool:
-            raise TypeError(f"positions must be a tensor of real numbers, got dtype {positions.dtype}")
-        if positions.device.type == "meta":
-            raise ValueError("positions must hold values: got a tensor on the meta device")
-        positions = positions.detach().to("cpu", torch.float64).numpy()
-    if is_int(positions):
-        raise TypeError(f"positions must be a (seq,) tensor or array of real positions, got int {positions}")
-    array = check_positions(positions, head_dim)
-    if len(array) != seq:
-        raise ValueError(f"positions must have one entry per row of x (seq = x.shape[-2] = {seq}), got {len(array)}")
+def _sequence_axis(x: object, head_dim: int, seq_dim: int) -> int:
+    """Check ``x`` (a floating tensor ending in ``head_dim``) and return ``seq_dim`` as an axis ``>= 0``."""
+    check_rotary_input(x, head_dim)
+    assert isinstance(x, torch.Tensor)  # for mypy: check_rotary_input refuses anything else
+    if seq_dim == -2:
+        return x.ndim - 2
+    axis = seq_dim + x.ndim if seq_dim < 0 else seq_dim
+    if not 0 <= axis < x.ndim - 1:
+        raise ValueError(
+            f"seq_dim={seq_dim} names no axis of x before its last (head_dim): x has shape {tuple(x.shape)}"
+        )
+    return axis
+
+
+def _reshape_table(table: _Table, shape: tuple[int, ...]) -> _Table:
+    """The table's rows laid out as ``shape`` (its last axis kept), to broadcast against ``x``."""
+    if isinstance(table, tuple):  # the last axis named, not -1: a table of an empty sequence has no elements
+        return table[0].reshape(*shape, table[0].shape[-1]), table[1].reshape(*shape, table[1].shape[-1])
+    return table.reshape(*shape, table.shape[-1])
+
+
+def _positions_array(positions: object, x: torch.Tensor, seq_axis: int, head_dim: int) -> NDArray[np.float64]:
+    """``positions`` (shape ``(..., seq)``, leading axes broadcasting against ``x``'s first axes) as float64 NumPy."""
+    seq = x.shape[seq_axis]
+    array = positions_array(positions, seq, head_dim, "head_dim", f"seq = x.shape[{seq_axis}]")
+    leading = array.shape[:-1]
+    if len(leading) > seq_axis or any(n not in (1, m) for n, m in zip(leading, x.shape)):
+        raise ValueError(
+            f"positions of shape {array.shape} does not broadcast against x of shape {tuple(x.shape)}: its axes "
+            f"before the last line up with x's first axes, before the sequence axis {seq_axis}, "
+            f"{tuple(x.shape[:seq_axis])}, and each must be 1 or equal to x's ((seq,), (1, seq) or (batch, seq))"
+        )
     return array

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+from numpy.typing import ArrayLike, NDArray
 from torch import nn
 
 from posenc._validation import (
@@ -20,14 +21,21 @@ from posenc._validation import (
     check_real,
     check_table_size,
 )
-from posenc.nn._checks import check_embeddings
+from posenc.nn._checks import batch_positions, check_embeddings, offset_as_int
 from posenc.sinusoid import sinusoidal
 
 __all__ = ["SinusoidalPositionalEncoding"]
 
+_MAX_POSITION = 2**53
+"""Largest ``offset + seq``: positions stay exact integers in float64 up to here."""
+
 
 class SinusoidalPositionalEncoding(nn.Module):
     r"""Add the fixed sinusoidal encoding of Vaswani et al. (2017) to a batch of embeddings.
+
+    ``x`` is ``(batch, seq, d_model)``; its rows sit at positions ``0 ... seq - 1`` unless :meth:`forward` is
+    given an ``offset`` (int or 0-d tensor: one token decoded after a cache) or ``positions`` (``(seq,)``,
+    ``(1, seq)`` or ``(batch, seq)``, e.g. left-padded batches).
 
     Parameters
     ----------
@@ -52,7 +60,9 @@ class SinusoidalPositionalEncoding(nn.Module):
 
     Notes
     -----
-    :meth:`forward` returns ``dropout(x + table[:seq])`` for ``x`` of shape ``(batch, seq, d_model)``. The
+    :meth:`forward` returns ``dropout(x + table[:seq])`` for ``x`` of shape ``(batch, seq, d_model)``, or the
+    encodings of ``offset ... offset + seq - 1`` or of ``positions`` in place of ``table[:seq]``: rows of the
+    cached table where they are cached, the same float64 formula rounded once otherwise. The
     caller scales the token embeddings by :math:`\sqrt{d_{model}}` beforehand if it follows the paper
     (§3.4).
 
@@ -66,6 +76,9 @@ class SinusoidalPositionalEncoding(nn.Module):
     >>> encoding(torch.zeros(2, 6, 8)).shape  # longer than max_len: the table grows
     torch.Size([2, 6, 8])
     >>> encoding.table.shape[0] >= 6
+    True
+    >>> x = torch.randn(1, 6, 8)
+    >>> torch.equal(encoding(x[:, 5:], offset=5), encoding(x)[:, 5:])  # decoding one token after five
     True
     """
 
@@ -95,36 +108,67 @@ class SinusoidalPositionalEncoding(nn.Module):
         with torch.inference_mode(False):
             return torch.from_numpy(table).to(device)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """Add the encoding of positions ``0 ... seq - 1`` to ``x``, then apply dropout.
+    def forward(
+        self, x: torch.Tensor, *, offset: int | torch.Tensor = 0, positions: torch.Tensor | ArrayLike | None = None
+    ) -> torch.Tensor:
+        """Add the encoding of positions ``offset ... offset + seq - 1`` (or ``positions``) to ``x``, then dropout.
 
         Parameters
         ----------
         x : (batch, seq, d_model) tensor
             Embeddings, any floating dtype and device; the sequence axis is the one that indexes positions.
+        offset : int or 0-d integer tensor, default 0
+            Position of row 0: row ``r`` sits at ``offset + r``. ``>= 0`` with ``offset + seq <= 2**53``,
+            e.g. the number of tokens already decoded.
+        positions : (seq,), (1, seq) or (batch, seq) tensor, array_like of real, or None, default None
+            The position of each row instead (a ``(batch, seq)`` one per batch row: left padding, packed
+            sequences), any finite reals; not with an ``offset``.
 
         Returns
         -------
         out : (batch, seq, d_model) tensor
-            ``dropout(x + table[:seq])``, with ``x``'s dtype and device (the float32 table is cast to them).
-            An input longer than the cached table first grows ``table`` to ``max(seq, 2 * cached)`` rows
-            (capped by ``posenc.MAX_TABLE_ELEMENTS``).
+            ``dropout(x + encoding)``, with ``x``'s dtype and device (the float32 encodings are cast to them).
+            Without ``offset`` and ``positions``, an input longer than the cached table first grows
+            ``table`` to ``max(seq, 2 * cached)`` rows (capped by ``posenc.MAX_TABLE_ELEMENTS``); other
+            positions beyond the cache are computed for the call.
 
         Raises
         ------
         TypeError
-            If ``x`` is not a floating tensor.
+            If ``x`` is not a floating tensor, ``offset`` not an int or 0-d integer tensor, or ``positions``
+            not real.
         ValueError
-            If ``x`` is not of shape ``(batch, seq, d_model)`` or ``seq * d_model`` exceeds
-            ``posenc.MAX_TABLE_ELEMENTS``.
+            If ``x`` is not of shape ``(batch, seq, d_model)``, ``seq * d_model`` exceeds
+            ``posenc.MAX_TABLE_ELEMENTS``, ``offset`` is negative or too large, ``positions`` is not finite or
+            not of shape ``(seq,)``, ``(1, seq)`` or ``(batch, seq)``, or both are given.
         """
         seq = check_embeddings(x, self.d_model)
-        if seq > self.table.shape[0]:
+        offset = check_int(
+            offset_as_int(offset), "offset", maximum=_MAX_POSITION - seq, accepted="an int or 0-d integer tensor >= 0"
+        )
+        encoding: torch.Tensor
+        if positions is not None:
+            if offset:
+                raise ValueError(f"pass offset or positions, not both: got offset={offset} and positions")
+            array = batch_positions(positions, x, self.d_model)
+            encoding = self._encode(array.ravel()).reshape(*array.shape, self.d_model)
+        elif offset + seq <= self.table.shape[0]:
+            encoding = self.table[offset : offset + seq]
+        elif offset == 0:
             check_table_size(seq, self.d_model, "sequence length of x")
             grown = max(seq, min(2 * self.table.shape[0], MAX_TABLE_ELEMENTS // self.d_model))
             self.table = self._build(grown, device=self.table.device)
-        out: torch.Tensor = self.dropout(x + self.table[:seq].to(dtype=x.dtype, device=x.device))
+            encoding = self.table[:seq]
+        else:  # beyond the cache: these rows only, not a table up to offset + seq
+            encoding = self._encode(offset + np.arange(seq, dtype=np.float64))
+        out: torch.Tensor = self.dropout(x + encoding.to(dtype=x.dtype, device=x.device))
         return out
+
+    def _encode(self, positions: NDArray[np.float64]) -> torch.Tensor:
+        """The encodings of ``positions`` (float64, 1-D), float64 rounded once to the table's dtype."""
+        check_table_size(len(positions), self.d_model)
+        rows = sinusoidal(positions, self.d_model, base=self.base, layout=self.layout, dtype=np.float64)
+        return torch.from_numpy(rows).to(dtype=self.table.dtype)
 
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, cached={self.table.shape[0]}, base={self.base}, layout={self.layout!r}"

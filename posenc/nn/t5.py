@@ -13,6 +13,7 @@ from posenc._validation import (
     check_t5_buckets,
     check_table_size,
 )
+from posenc.nn._checks import offset_as_int
 from posenc.t5 import t5_relative_bucket
 
 __all__ = ["T5RelativeBias"]
@@ -57,6 +58,8 @@ class T5RelativeBias(nn.Module):
     torch.Size([4, 5, 5])
     >>> bool((bias(3, 7) == bias(7)[:, -3:]).all())  # 3 queries after 4 cached keys
     True
+    >>> bool((bias(1, 7, offset=torch.tensor(2)) == bias(7)[:, 2:3]).all())  # a static cache of 7 slots
+    True
     """
 
     def __init__(
@@ -70,8 +73,10 @@ class T5RelativeBias(nn.Module):
         check_table_size(self.num_buckets, self.n_heads, "num_buckets", "n_heads")
         self.relative_attention_bias = nn.Embedding(self.num_buckets, self.n_heads)
 
-    def buckets(self, q_len: int, k_len: int | None = None) -> torch.Tensor:
-        """The ``(q_len, k_len)`` int64 tensor of buckets, queries being the last ``q_len`` key positions.
+    def buckets(
+        self, q_len: int, k_len: int | None = None, *, offset: int | torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """The ``(q_len, k_len)`` int64 tensor of buckets, query ``i`` at ``offset + i`` (default: the last keys).
 
         Parameters
         ----------
@@ -79,27 +84,30 @@ class T5RelativeBias(nn.Module):
             Number of queries; ``>= 0``.
         k_len : int or None, default None
             Number of keys; ``>= 0``. ``None`` means ``q_len``.
+        offset : int, 0-d integer tensor or None, default None
+            Position of query 0, as in :meth:`forward`; ``None`` means ``k_len - q_len``.
 
         Returns
         -------
         buckets : (q_len, k_len) int64 tensor
-            ``posenc.t5_relative_bucket(j - (k_len - q_len + i))`` at ``[i, j]``, on the device of the weight.
+            ``posenc.t5_relative_bucket(j - (offset + i))`` at ``[i, j]``, on the device of the weight.
 
         Raises
         ------
         TypeError, ValueError
-            If a length is not an int ``>= 0`` or the result would exceed ``posenc.MAX_TABLE_ELEMENTS``.
+            If a length is not an int ``>= 0``, the result would exceed ``posenc.MAX_TABLE_ELEMENTS``, or
+            ``offset`` is not an int or 0-d integer tensor with ``|offset| <= 2**52``.
         """
-        q_len, k_len, _ = check_query_key_lengths(q_len, k_len, None)
-        return self._buckets(q_len, k_len)
+        q_len, k_len, offset = check_query_key_lengths(q_len, k_len, offset_as_int(offset))
+        return self._buckets(q_len, k_len, offset)
 
-    def _buckets(self, q_len: int, k_len: int) -> torch.Tensor:
-        """:meth:`buckets` for checked lengths."""
+    def _buckets(self, q_len: int, k_len: int, offset: int) -> torch.Tensor:
+        """:meth:`buckets` for checked lengths and offset."""
         device = self.relative_attention_bias.weight.device
-        # Buckets depend on j - i only: compute them once per distinct relative position, then spread.
+        # Buckets depend on j - (offset + i) only: compute them once per distinct relative position, then spread.
         distinct = torch.from_numpy(
             t5_relative_bucket(
-                np.arange(-(k_len - 1), q_len) if q_len and k_len else np.zeros(0, dtype=np.int64),
+                np.arange(-(q_len - 1), k_len) - offset if q_len and k_len else np.zeros(0, dtype=np.int64),
                 bidirectional=self.bidirectional,
                 num_buckets=self.num_buckets,
                 max_distance=self.max_distance,
@@ -109,8 +117,10 @@ class T5RelativeBias(nn.Module):
         index = torch.arange(k_len, device=device)[None, :] - torch.arange(q_len, device=device)[:, None] + q_len - 1
         return distinct[index] if q_len and k_len else torch.zeros(q_len, k_len, dtype=torch.int64, device=device)
 
-    def forward(self, q_len: int, k_len: int | None = None) -> torch.Tensor:
-        """The bias for ``q_len`` queries that are the last ``q_len`` of ``k_len`` key positions.
+    def forward(
+        self, q_len: int, k_len: int | None = None, *, offset: int | torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """The bias for ``q_len`` queries at positions ``offset ...`` (default: the last ``q_len`` of ``k_len``).
 
         Parameters
         ----------
@@ -118,23 +128,29 @@ class T5RelativeBias(nn.Module):
             Number of queries; ``>= 0``.
         k_len : int or None, default None
             Number of keys; ``>= 0``. ``None`` means ``q_len``. Query ``i`` sits at position
-            ``k_len - q_len + i``, key ``j`` at ``j`` (as ``transformers``' ``compute_bias`` with a cache).
+            ``k_len - q_len + i`` unless ``offset`` is given, key ``j`` at ``j`` (as ``transformers``'
+            ``compute_bias`` with a cache).
+        offset : int, 0-d integer tensor or None, default None
+            Position of query 0: query ``i`` sits at ``offset + i``. ``None`` means ``k_len - q_len``. Give it
+            for a static cache, whose ``k_len`` is the cache's size and not the number of tokens seen
+            (``cache_position[0]``, as transformers' ``compute_bias(..., cache_position=)``). ``|offset| <= 2**52``.
 
         Returns
         -------
         bias : (n_heads, q_len, k_len) tensor
-            ``bias[h, i, j] = relative_attention_bias.weight[bucket(j - (k_len - q_len + i)), h]``, with the
+            ``bias[h, i, j] = relative_attention_bias.weight[bucket(j - (offset + i)), h]``, with the
             weight's dtype and device.
 
         Raises
         ------
         TypeError
-            If a length is not an int.
+            If a length is not an int, or ``offset`` not an int or 0-d integer tensor.
         ValueError
-            If a length is negative or the bias would exceed ``posenc.MAX_TABLE_ELEMENTS`` elements.
+            If a length is negative, the bias would exceed ``posenc.MAX_TABLE_ELEMENTS`` elements, or
+            ``|offset| > 2**52``.
         """
-        q_len, k_len, _ = check_query_key_lengths(q_len, k_len, None, self.n_heads, "n_heads")
-        bias: torch.Tensor = self.relative_attention_bias(self._buckets(q_len, k_len))
+        q_len, k_len, offset = check_query_key_lengths(q_len, k_len, offset_as_int(offset), self.n_heads, "n_heads")
+        bias: torch.Tensor = self.relative_attention_bias(self._buckets(q_len, k_len, offset))
         return bias.permute(2, 0, 1)
 
     def extra_repr(self) -> str:

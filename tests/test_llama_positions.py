@@ -1,0 +1,187 @@
+"""posenc's RotaryEmbedding inside transformers' Llama: left-padded batches and one-token-at-a-time decoding.
+
+A tiny random-initialised ``LlamaForCausalLM`` (2 layers, 4 query and 2 key/value heads of 16) runs twice on the
+same inputs: as transformers ships it, and with its rotary replaced by :class:`posenc.nn.RotaryEmbedding`. The swap
+replaces the model's ``rotary_emb`` by a module that passes the positions on (transformers' own ``position_ids``,
+``(batch, seq)``, or a 0-d tensor offset) in place of cos and sin, and ``apply_rotary_pos_emb``, which each attention
+layer calls with them, by one that rotates q and k with posenc. Everything else (weights, masks, the key/value
+cache) is transformers' own.
+
+*Tolerance.* Both models compute the same rotation; transformers forms ``position * inv_freq`` and its cosine and
+sine in float32 (an angle off by up to ``position * 2**-24`` rad: below ``1e-6`` rad at the positions used here,
+all below 16), posenc in float64, rounded once to float32. The rotated q and k thus differ by up to about
+``1e-6`` relative, and two layers of float32 arithmetic carry that, attenuated, to logits of magnitude up to 0.6
+with these weights (measured: at most ``1.2e-7`` apart, two float32 roundings). ``atol = rtol = 1e-5`` bounds the
+worst case with room, and wrong positions (the last test) move the logits by more than 100 times that.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+import torch
+from torch import nn
+
+from posenc.nn import RotaryEmbedding
+
+TOLERANCE = dict(rtol=1e-5, atol=1e-5)
+HEAD_DIM = 16
+
+
+@pytest.fixture(autouse=True, scope="module")
+def quiet_transformers():
+    """transformers logs (not warns) about config fields; keep the test output readable."""
+    logger = logging.getLogger("transformers")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    yield
+    logger.setLevel(level)
+
+
+def tiny_llama():
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    config = LlamaConfig(
+        vocab_size=101,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=HEAD_DIM,
+        max_position_embeddings=64,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        attn_implementation="eager",
+    )
+    torch.manual_seed(0)
+    return LlamaForCausalLM(config).eval()
+
+
+class PassPositions(nn.Module):
+    """Stands in for the model's ``rotary_emb``: hands the positions to the attention layers instead of cos, sin.
+
+    ``offsets=True`` hands on a 0-d tensor, the position of the first new token (a static cache's
+    ``cache_position[0]``), which needs every row of ``position_ids`` to be the same.
+    """
+
+    def __init__(self, offsets: bool, corrupt=None) -> None:
+        super().__init__()
+        self.offsets, self.corrupt = offsets, corrupt or (lambda positions: positions)
+        self.offsets_seen: list[torch.Tensor] = []
+
+    def forward(self, x, position_ids):
+        if not self.offsets:
+            return self.corrupt(position_ids), None
+        assert bool((position_ids == position_ids[:1]).all()), "a 0-d offset serves a batch with equal positions"
+        offset = self.corrupt(position_ids[0, 0])
+        self.offsets_seen.append(offset)
+        return offset, None
+
+
+def posenc_llama(monkeypatch, *, offsets=False, corrupt=None):
+    """The same tiny Llama, its rotary replaced by posenc's (halves: transformers' rotate_half layout)."""
+    from transformers.models.llama import modeling_llama
+
+    rope = RotaryEmbedding(HEAD_DIM, layout="halves", base=10000.0)
+
+    def apply_posenc(q, k, positions, unused, unsqueeze_dim=1):
+        if positions.ndim == 0:
+            return rope(q, offset=positions), rope(k, offset=positions)
+        return rope(q, positions=positions), rope(k, positions=positions)
+
+    monkeypatch.setattr(modeling_llama, "apply_rotary_pos_emb", apply_posenc)
+    model = tiny_llama()
+    model.model.rotary_emb = PassPositions(offsets, corrupt)
+    return model
+
+
+def left_padded_batch():
+    """Two prompts, of 9 and 5 tokens, left-padded to 9, with transformers' attention mask and position_ids."""
+    generator = torch.Generator().manual_seed(1)
+    input_ids = torch.randint(1, 101, (2, 9), generator=generator)
+    attention_mask = torch.ones(2, 9, dtype=torch.long)
+    attention_mask[1, :4] = 0
+    input_ids[1, :4] = 0  # the pad token
+    # as GenerationMixin.prepare_inputs_for_generation computes them: 0, 1, ... on the tokens, 1 on the padding
+    position_ids = (attention_mask.cumsum(-1) - 1).masked_fill(attention_mask == 0, 1)
+    return input_ids, attention_mask, position_ids
+
+
+def decode(model, input_ids, attention_mask, position_ids, steps):
+    """Prefill, then ``steps`` greedy tokens one at a time through a DynamicCache: the logits of every call."""
+    from transformers import DynamicCache
+
+    cache = DynamicCache(config=model.config)
+    with torch.no_grad():
+        out = model(
+            input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, past_key_values=cache
+        )
+        logits = [out.logits]
+        for _ in range(steps):
+            token = out.logits[:, -1:].argmax(-1)
+            attention_mask = torch.cat([attention_mask, torch.ones_like(token)], dim=1)
+            position_ids = position_ids[:, -1:] + 1
+            out = model(
+                input_ids=token, attention_mask=attention_mask, position_ids=position_ids, past_key_values=cache
+            )
+            logits.append(out.logits)
+    return logits
+
+
+def test_left_padded_batch_with_per_row_position_ids_matches_transformers(monkeypatch):
+    """Prefill and 4 decoding steps of a left-padded batch: (batch, seq) and then (batch, 1) position_ids."""
+    batch = left_padded_batch()
+    theirs = decode(tiny_llama(), *batch, steps=4)
+    ours = decode(posenc_llama(monkeypatch), *batch, steps=4)
+    real = batch[1].bool()
+    torch.testing.assert_close(ours[0][real], theirs[0][real], **TOLERANCE)  # the padding's logits are noise
+    for step, (mine, their) in enumerate(zip(ours[1:], theirs[1:]), start=1):
+        torch.testing.assert_close(mine, their, **TOLERANCE, msg=lambda m, step=step: f"decoding step {step}: {m}")
+
+
+def test_the_left_padded_row_equals_the_same_prompt_alone(monkeypatch):
+    """Per-row positions are what makes padding harmless: row 1 gives the logits of its 5 tokens run alone."""
+    input_ids, attention_mask, position_ids = left_padded_batch()
+    model = posenc_llama(monkeypatch)
+    with torch.no_grad():
+        padded = model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids).logits
+        alone = model(input_ids=input_ids[1:, 4:]).logits
+    torch.testing.assert_close(padded[1, 4:], alone[0], **TOLERANCE)
+
+
+def test_decoding_with_0d_tensor_offsets_matches_transformers(monkeypatch):
+    """An unpadded batch, decoded token by token through the cache; posenc gets each position as a 0-d tensor."""
+    input_ids = torch.randint(1, 101, (2, 6), generator=torch.Generator().manual_seed(2))
+    mask = torch.ones_like(input_ids)
+    positions = torch.arange(6).expand(2, 6)
+    theirs = decode(tiny_llama(), input_ids, mask, positions, steps=5)
+    model = posenc_llama(monkeypatch, offsets=True)
+    ours = decode(model, input_ids, mask, positions, steps=5)
+    for step, (mine, their) in enumerate(zip(ours, theirs)):
+        torch.testing.assert_close(mine, their, **TOLERANCE, msg=lambda m, step=step: f"call {step}: {m}")
+    seen = model.model.rotary_emb.offsets_seen
+    assert [offset.ndim for offset in seen] == [0] * 6 and [int(offset) for offset in seen] == [0, 6, 7, 8, 9, 10]
+
+
+@pytest.mark.parametrize(
+    "offsets, corrupt",
+    [(False, lambda positions: 2 * positions), (True, lambda offset: 0 * offset)],
+    ids=["positions doubled", "every token decoded at position 0"],
+)
+def test_the_comparison_sees_wrong_positions(monkeypatch, offsets, corrupt):
+    """The swap is live: posenc's rotary at wrong positions moves the logits far beyond the tolerance.
+
+    (Not positions shifted by one: that moves every query and key alike, and the scores see offsets only.)
+    """
+    input_ids = torch.randint(1, 101, (1, 6), generator=torch.Generator().manual_seed(3))
+    positions = torch.arange(6)[None]
+    theirs = decode(tiny_llama(), input_ids, torch.ones_like(input_ids), positions, steps=2)
+    ours = decode(
+        posenc_llama(monkeypatch, offsets=offsets, corrupt=corrupt),
+        input_ids,
+        torch.ones_like(input_ids),
+        positions,
+        steps=2,
+    )
+    assert max(float((mine - their).abs().max()) for mine, their in zip(ours, theirs)) > 100 * TOLERANCE["atol"]
