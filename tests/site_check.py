@@ -295,7 +295,8 @@ async () => {
 
 # At the phone's width: the page's own width, and, if it is wider than the viewport, the element reaching
 # furthest right. Elements inside a box that scrolls or clips (overflow-x other than visible) are not counted:
-# they widen their box, not the page; nor are hidden or fixed ones. Ties go to the later element in document order, i.e. the innermost.
+# they widen their box, not the page; nor are hidden or fixed ones (the theme's off-canvas sidebars). Ties
+# go to the later element in document order, i.e. the innermost.
 _PHONE_FACTS_JS = """
 async () => {
   await new Promise(resolve => requestAnimationFrame(() => requestAnimationFrame(resolve)));
