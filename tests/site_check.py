@@ -18,11 +18,17 @@ visit). A page passes when it
 * has every internal link resolve, ``#anchor`` included;
 * has no external link in the theme's chrome (outside the article), and, for a book, the
   previous/next links of the TOC order and, for a notebook, a download link to its ``.ipynb``;
+* fits a phone: at a viewport :data:`PHONE_WIDTH` (390) px wide, ``document.documentElement.scrollWidth``
+  is at most that width (no sideways scrolling); a page that is wider is reported with its width and the
+  element that reaches furthest right (outside any box that scrolls or clips on its own);
+* gives every image in the article a real alt text: present, not blank, and not a file name or hash
+  (``_images/abc123.png``, ``../_build/....png``), which a screen reader would read aloud;
 * for a page of the API reference (``book/api/*.rst``), has an element whose ``id`` is each object its
   autodoc directives document (``posenc.nn.RotaryEmbedding``, ``posenc.nn.RotaryEmbedding.forward``, ...):
   an object autodoc could not render, or a method it skipped, leaves no entry.
 
-It prints one row per page, saves a full-page screenshot of each page (for a person to look at), and
+It prints one row per page, saves a full-page screenshot of each page at 1280 px and at 390 px
+(``<page>.png`` and ``<page>@390.png``, for a person to look at), and
 exits non-zero if any page fails. Site-wide, ``/favicon.ico`` must answer with an image (browsers and
 other clients ask for it whether or not a page declares an icon), and the site's search must list results
 for a word.
@@ -72,6 +78,10 @@ CHROMIUM_ARGS = [
 ]
 ROOT = Path(__file__).resolve().parent.parent
 PAGE_TIMEOUT_MS = 30_000
+DESKTOP_VIEWPORT = {"width": 1280, "height": 900}
+PHONE_WIDTH = 390
+"""The phone pass's viewport width in CSS pixels (a common phone's, e.g. 390 x 844)."""
+PHONE_VIEWPORT = {"width": PHONE_WIDTH, "height": 844}
 # The checker's own requests (links, anchors, icons) carry this User-Agent, so that the server's record of
 # failed requests holds only the browser's.
 CHECKER_AGENT = "posenc-site-check"
@@ -97,6 +107,9 @@ class PageReport:
     links_checked: int = 0
     anchors_checked: int = 0
     external_links: int = 0
+    phone_width: int | None = None
+    widest_element: str | None = None
+    images_without_alt: list[str] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
 
     @property
@@ -266,7 +279,8 @@ async () => {
     math_containers: document.querySelectorAll("mjx-container").length,
     math_errors: document.querySelectorAll("mjx-merror").length,
     images: [...document.images].map(img => ({
-      src: img.currentSrc || img.src, ok: img.complete && img.naturalWidth > 0})),
+      src: img.currentSrc || img.src, ok: img.complete && img.naturalWidth > 0,
+      alt: img.getAttribute("alt"), in_article: article.contains(img)})),
     links: [...document.querySelectorAll("a[href]")].map(a => ({
       href: a.href, raw: a.getAttribute("href"), in_article: article.contains(a), classes: a.className,
     })),
@@ -277,6 +291,59 @@ async () => {
   };
 }
 """
+
+
+# At the phone's width: the page's own width, and, if it is wider than the viewport, the element reaching
+# furthest right. Elements inside a box that scrolls or clips (overflow-x other than visible) are not counted:
+# they widen their box, not the page; nor are hidden or fixed ones (the theme's off-canvas sidebars). Ties
+# go to the later element in document order, i.e. the innermost.
+_PHONE_FACTS_JS = """
+async () => {
+  await new Promise(resolve => requestAnimationFrame(() => requestAnimationFrame(resolve)));
+  const viewport = window.innerWidth;
+  const width = document.documentElement.scrollWidth;
+  let widest = null;
+  if (width > viewport) {
+    let best = -Infinity;
+    const visit = (el) => {
+      const style = getComputedStyle(el);
+      // Hidden or fixed boxes (the theme's off-canvas sidebars) do not widen the page.
+      if (style.display === "none" || style.position === "fixed") return;
+      const clips = style.overflowX !== "visible";
+      const rect = el.getBoundingClientRect();
+      const right = window.scrollX + (clips ? rect.right : Math.max(rect.right, rect.left + el.scrollWidth));
+      if (rect.width > 0 && style.visibility !== "hidden" && right >= best) {
+        best = right;
+        const id = el.id ? "#" + el.id : "";
+        const cls = typeof el.className === "string" && el.className.trim()
+          ? "." + el.className.trim().split(/\\s+/).slice(0, 2).join(".") : "";
+        const text = (el.textContent || "").replace(/\\s+/g, " ").trim().slice(0, 50);
+        widest = {element: el.tagName.toLowerCase() + id + cls, text, right: Math.round(right)};
+      }
+      if (!clips) for (const child of el.children) visit(child);
+    };
+    for (const child of document.body.children) visit(child);
+  }
+  return {viewport, width, widest};
+}
+"""
+
+_FILE_NAME_ALT = re.compile(r"\S*\.(png|jpe?g|gif|svg|webp|avif)|\S*/\S*|[0-9a-f]{12,}", re.IGNORECASE)
+
+
+def alt_text_problem(alt: str | None) -> str | None:
+    """``None`` if ``alt`` describes an image in words, else what is wrong with it.
+
+    Missing, blank, a file name or path (``_images/abc123.png``, ``../_build/x.png``) or a bare hash are
+    problems: a screen reader reads them aloud in place of a description.
+    """
+    if alt is None:
+        return "no alt attribute"
+    if not alt.strip():
+        return "empty alt text"
+    if _FILE_NAME_ALT.fullmatch(alt.strip()):
+        return f"alt text is a file name: {alt.strip()!r}"
+    return None
 
 
 REFERENCE_DIR = Path("book") / "api"
@@ -329,6 +396,7 @@ def check_pages(
     notebooks: frozenset[str] = frozenset(),
     search_word: str | None = None,
     required_ids: dict[str, frozenset[str]] | None = None,
+    phone_width: int | None = PHONE_WIDTH,
 ) -> tuple[list[PageReport], list[str]]:
     """Visit ``pages`` (paths relative to ``html_dir``) in Chromium; return a report per page and site-wide failures.
 
@@ -336,6 +404,8 @@ def check_pages(
     footer). ``notebooks`` are the pages that must offer their ``.ipynb`` for download. ``search_word``, if
     given, is searched for on ``search.html`` and must give at least one result. ``required_ids`` maps a
     page to the element ids it must hold (the entries of the API reference: :func:`reference_ids`).
+    ``phone_width``: after the desktop pass (1280 px), each page is resized to this width and must not be
+    wider than it (``None``: no phone pass).
     """
     from playwright.sync_api import Error as PlaywrightError
     from playwright.sync_api import sync_playwright
@@ -356,7 +426,7 @@ def check_pages(
         def first_visit(remote_requests: list[str]):
             """A page in a fresh browser context (no cache, no remembered icon), as on a reader's first visit;
             its requests to other hosts go into ``remote_requests``."""
-            context = browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
+            context = browser.new_context(viewport=DESKTOP_VIEWPORT, service_workers="block")
             context.on(
                 "request",
                 lambda request: None if request.url.startswith(local) else remote_requests.append(request.url),
@@ -411,12 +481,15 @@ def check_pages(
                 downloads = [link["href"] for link in facts["links"] if link["href"].split("?")[0].endswith(".ipynb")]
                 if not downloads:
                     report.failures.append("no download link to the notebook")
+            shot_name = page_path.replace("/", "__").removesuffix(".html")
             if screenshot_dir is not None:
                 screenshot_dir.mkdir(parents=True, exist_ok=True)
-                page.screenshot(
-                    path=str(screenshot_dir / (page_path.replace("/", "__").removesuffix(".html") + ".png")),
-                    full_page=True,
-                )
+                page.screenshot(path=str(screenshot_dir / f"{shot_name}.png"), full_page=True)
+            if phone_width is not None:
+                page.set_viewport_size({**PHONE_VIEWPORT, "width": phone_width})
+                _judge_phone(report, page.evaluate(_PHONE_FACTS_JS))
+                if screenshot_dir is not None:
+                    page.screenshot(path=str(screenshot_dir / f"{shot_name}@{phone_width}.png"), full_page=True)
             page.context.close()
             reports.append(report)
 
@@ -459,6 +532,18 @@ def _report_late_failures(reports: list[PageReport], late: list[str]) -> None:
         reports[-1].failures += [f"local request failed: {text}" for text in late]
 
 
+def _judge_phone(report: PageReport, facts: dict) -> None:
+    """Fail a page that is wider than the phone's viewport, naming the element that reaches furthest."""
+    report.phone_width = facts["width"]
+    if facts["width"] > facts["viewport"]:
+        widest = facts["widest"] or {}
+        report.widest_element = widest.get("element")
+        report.failures.append(
+            f"{facts['width']} px wide at a {facts['viewport']} px viewport (scrolls sideways); widest element: "
+            f"{widest.get('element')} reaching {widest.get('right')} px ({widest.get('text', '')!r})"
+        )
+
+
 def _judge(report: PageReport, facts: dict, anchors: _AnchorIndex, origin: str, page_url: str) -> None:
     """Turn the facts gathered in the page into counts and failures."""
     if report.status != 200:
@@ -480,6 +565,11 @@ def _judge(report: PageReport, facts: dict, anchors: _AnchorIndex, origin: str, 
     report.images = len(facts["images"])
     report.images_decoded = sum(image["ok"] for image in facts["images"])
     report.failures += [f"image not decoded: {image['src']}" for image in facts["images"] if not image["ok"]]
+    for image in facts["images"]:
+        problem = alt_text_problem(image["alt"]) if image["in_article"] else None
+        if problem:
+            report.images_without_alt.append(image["src"])
+            report.failures.append(f"image without a real alt text ({problem}): {image['src']}")
 
     own_ids = set(facts["ids"])
     for link in facts["links"]:
@@ -528,6 +618,8 @@ def format_table(reports: list[PageReport]) -> str:
         "remote",
         "math typeset",
         "images decoded",
+        "no alt",
+        f"{PHONE_WIDTH} px: width",
         "links (anchors)",
         "external",
         "icon",
@@ -541,6 +633,8 @@ def format_table(reports: list[PageReport]) -> str:
             str(len(r.remote_requests)),
             f"{r.math_typeset}/{r.math_elements}",
             f"{r.images_decoded}/{r.images}",
+            str(len(r.images_without_alt)),
+            "-" if r.phone_width is None else str(r.phone_width),
             f"{r.links_checked} ({r.anchors_checked})",
             str(r.external_links),
             "ok" if r.icon_ok else "missing",
@@ -581,6 +675,8 @@ def main(argv: list[str] | None = None) -> int:
     total = (
         f"{len(reports)} pages, {sum(r.math_typeset for r in reports)}/{sum(r.math_elements for r in reports)} math "
         f"elements typeset, {sum(r.images_decoded for r in reports)}/{sum(r.images for r in reports)} images decoded, "
+        f"{sum(len(r.images_without_alt) for r in reports)} images without a real alt text, "
+        f"{sum((r.phone_width or 0) > PHONE_WIDTH for r in reports)} pages wider than {PHONE_WIDTH} px, "
         f"{sum(r.links_checked for r in reports)} internal links checked ({sum(r.anchors_checked for r in reports)} "
         f"with anchors), {sum(map(len, required_ids.values()))} API reference entries required on "
         f"{len(required_ids)} pages; screenshots in {args.screenshots}"

@@ -1,11 +1,32 @@
 """posenc_book.plotting: the heat map draws a table as it is, and refuses what is not a table."""
 
+import io
+
+import matplotlib as mpl
 import numpy as np
 import pytest
 from matplotlib.figure import Figure
 
 import posenc
-from posenc_book.plotting import heatmap
+from posenc_book.plotting import BOOK_STYLE, DISPLAY_WIDTH_PX, heatmap, use_book_style
+
+
+def test_a_figure_in_the_book_style_is_a_png_twice_its_displayed_width():
+    """The inline backend draws at ``figure.dpi`` and trims the figure to its drawing (``bbox_inches="tight"``):
+    a figure of the default size must still come out at least twice as wide, in pixels, as the theme shows
+    it, or it is blurry on a 2x screen."""
+    with mpl.rc_context():
+        use_book_style()
+        figure = Figure()
+        axes = figure.subplots()
+        axes.plot([0, 1], [1, 0])
+        axes.set(xlabel="position", ylabel="value", title="A figure of the default size")
+        buffer = io.BytesIO()
+        figure.savefig(buffer, format="png", dpi=figure.dpi, bbox_inches="tight")
+    png = buffer.getvalue()
+    assert png[12:16] == b"IHDR"
+    width = int.from_bytes(png[16:20], "big")  # the PNG header's width field
+    assert width >= 2 * DISPLAY_WIDTH_PX, (width, BOOK_STYLE["figure.dpi"])
 
 
 def test_heatmap_puts_positions_down_and_columns_across():

@@ -11,7 +11,7 @@ import sysconfig
 from pathlib import Path
 
 import pytest
-from site_check import CHROMIUM, check_pages, format_table
+from site_check import CHROMIUM, PHONE_WIDTH, alt_text_problem, check_pages, format_table
 
 pytestmark = pytest.mark.browser
 
@@ -53,6 +53,18 @@ SITE = {
     "chrome_link.html": page(
         '<header><a href="https://github.com/nobody/nothing">repository</a></header><article>x</article>'
     ),
+    # Phone width: a fixed-width box, and a heading with a word too long to break, scroll the page sideways.
+    "too_wide.html": page('<article><p>fits</p><div class="wide-box" style="width:700px">700 px</div></article>'),
+    "long_heading.html": page(f"<article><h1 id='long'>{'Positional' * 12}</h1></article>"),
+    # ... but a wide table inside a box that scrolls on its own (what the book's CSS does) does not.
+    "wide_in_own_box.html": page(
+        '<article><div style="overflow-x:auto"><table style="width:900px"><tr><td>wide</td></tr></table></div>'
+        '<img src="pixel.png" alt="A one-pixel test image."></article>'
+    ),
+    # Images whose alt text a screen reader would read as a file name, or not at all.
+    "alt_missing.html": page('<article><img src="pixel.png"></article>'),
+    "alt_empty.html": page('<article><img src="pixel.png" alt=" "></article>'),
+    "alt_file_name.html": page('<article><img src="pixel.png" alt="_images/3f2a9c01de4b5a6b.png"></article>'),
     # An API page whose class entry rendered but whose method did not (the method's id is missing).
     "api_missing_entry.html": page('<article><dl><dt id="posenc.nn.RotaryEmbedding">class</dt></dl></article>'),
 }
@@ -75,6 +87,11 @@ EXPECTED_FAILURE = {
     "math_untypeset.html": "MathJax did not run",
     "chrome_link.html": "external link in the theme's chrome",
     "api_missing_entry.html": "no entry for posenc.nn.RotaryEmbedding.forward",
+    "too_wide.html": f"at a {PHONE_WIDTH} px viewport (scrolls sideways); widest element: div.wide-box",
+    "long_heading.html": "widest element: h1#long",
+    "alt_missing.html": "image without a real alt text (no alt attribute)",
+    "alt_empty.html": "image without a real alt text (empty alt text)",
+    "alt_file_name.html": "alt text is a file name: '_images/3f2a9c01de4b5a6b.png'",
 }
 
 
@@ -101,8 +118,42 @@ def test_a_clean_page_passes_with_its_math_images_and_links_counted(site):
     assert (good.math_elements, good.math_typeset, good.math_errors) == (2, 2, 0)
     assert (good.images, good.images_decoded) == (1, 1)
     assert good.links_checked == 3 and good.anchors_checked == 2 and good.external_links == 1
+    assert good.phone_width is not None and good.phone_width <= PHONE_WIDTH and not good.images_without_alt
     assert reports["target.html"].ok
     assert (shots / "good.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (shots / f"good@{PHONE_WIDTH}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_page_too_wide_for_a_phone_reports_its_width_and_the_element(site):
+    reports, _ = site
+    wide = reports["too_wide.html"]
+    # 700 px box plus the body's default 8 px margin on the left
+    assert wide.phone_width == 708 and wide.widest_element == "div.wide-box", wide.failures
+    assert [f for f in wide.failures if "px wide" in f] == [
+        f"708 px wide at a {PHONE_WIDTH} px viewport (scrolls sideways); widest element: div.wide-box reaching"
+        " 708 px ('700 px')"
+    ]
+
+
+def test_a_wide_table_in_its_own_scrolling_box_fits_a_phone(site):
+    reports, _ = site
+    report = reports["wide_in_own_box.html"]
+    assert report.ok, report.failures
+    assert report.phone_width == PHONE_WIDTH
+
+
+@pytest.mark.parametrize(
+    "alt", ["A heat map of the encoding: positions down, columns across.", "Loss against length (log scale)"]
+)
+def test_a_descriptive_alt_text_passes(alt):
+    assert alt_text_problem(alt) is None
+
+
+@pytest.mark.parametrize(
+    "alt", [None, "", "  ", "_images/abc123.png", "../_build/jupyter_execute/x.png", "figure.svg", "3f2a9c01de4b5a6b"]
+)
+def test_a_missing_or_file_name_alt_text_fails(alt):
+    assert alt_text_problem(alt) is not None
 
 
 @pytest.mark.parametrize("name", EXPECTED_FAILURE)
