@@ -17,8 +17,6 @@ worst case with room, and wrong positions (the last test) move the logits by mor
 
 from __future__ import annotations
 
-import logging
-
 import pytest
 import torch
 from torch import nn
@@ -29,14 +27,7 @@ TOLERANCE = dict(rtol=1e-5, atol=1e-5)
 HEAD_DIM = 16
 
 
-@pytest.fixture(autouse=True, scope="module")
-def quiet_transformers():
-    """transformers logs (not warns) about config fields; keep the test output readable."""
-    logger = logging.getLogger("transformers")
-    level = logger.level
-    logger.setLevel(logging.ERROR)
-    yield
-    logger.setLevel(level)
+pytestmark = pytest.mark.usefixtures("quiet_transformers")
 
 
 def tiny_llama():

@@ -17,7 +17,6 @@ float32 product's own rounding, and the rotated features by that angle times the
 
 from __future__ import annotations
 
-import logging
 import math
 import warnings
 
@@ -31,14 +30,7 @@ from posenc.nn import RotaryEmbedding
 EPS32 = 2.0**-24  # float32 unit roundoff
 
 
-@pytest.fixture(autouse=True, scope="module")
-def quiet_transformers():
-    """transformers logs (not warns) about config fields; keep the test output readable."""
-    logger = logging.getLogger("transformers")
-    level = logger.level
-    logger.setLevel(logging.ERROR)
-    yield
-    logger.setLevel(level)
+pytestmark = pytest.mark.usefixtures("quiet_transformers")
 
 
 def frequency_rtol(base):

@@ -22,7 +22,6 @@ Tolerances, and why:
 from __future__ import annotations
 
 import dataclasses
-import logging
 import math
 
 import numpy as np
@@ -41,6 +40,9 @@ from posenc import (
     translation_matrix,
 )
 from posenc.nn import RotaryEmbedding
+
+# The parity tests below build transformers configs, whose logger talks about their fields.
+pytestmark = pytest.mark.usefixtures("quiet_transformers")
 
 EPS64 = 2.0**-52
 EPS32 = 2.0**-24  # float32 unit roundoff
@@ -369,16 +371,6 @@ def test_a_parsed_rope_theta_must_agree_with_the_base():
 
 
 # --- Parity with transformers: frequencies --------------------------------------------------------------
-
-
-@pytest.fixture(autouse=True, scope="module")
-def quiet_transformers():
-    """transformers logs (not warns) about config fields; keep the test output readable."""
-    logger = logging.getLogger("transformers")
-    level = logger.level
-    logger.setLevel(logging.ERROR)
-    yield
-    logger.setLevel(level)
 
 
 def transformers_config(head_dim, rope_parameters, max_position_embeddings):
