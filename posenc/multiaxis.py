@@ -93,7 +93,7 @@ def axial_frequencies(head_dim: int, n_axes: int, *, base: float = 10000.0) -> N
     This is RoPE-Axial of Heo et al. (2024): in their code (``compute_axial_cis``) the first half of a
     head's pairs turn with the x coordinate and the second half with
     y, each half at the frequencies ``theta ** (-4 k / head_dim)`` of a 1-D embedding of ``head_dim // 2``
-    features (with ``theta = 100``). The same split is made by torchtune's ``VisionRotaryPositionalEmbeddings``
+    features. The same split is made by torchtune's ``VisionRotaryPositionalEmbeddings``
     (``dim = head_dim // 2``, x first, interleaved pairs), by Qwen2-VL's vision encoder in transformers
     (``Qwen2VLVisionRotaryEmbedding``: height first, the halves layout) and by rotary-embedding-torch's
     ``get_axial_freqs`` (one 1-D embedding per axis, concatenated). With ``n_axes=1`` the matrix is the single
@@ -185,19 +185,19 @@ def mrope_frequencies(
 
     Notes
     -----
-    Qwen2-VL (Wang et al., 2024, §2.1) gives every token three position ids: a text token has equal ones,
-    so M-RoPE reduces to 1-D RoPE on text; an image token has a constant time id and the row and column of
-    its patch; a video token also the frame's time id. transformers builds the cos/sin of all pairs for each
-    of the three ids and keeps, for pair ``i``, those of the axis it follows: in contiguous sections
-    (``Qwen2VLRotaryEmbedding.recomposition_frequencies``, v5.23) or every third pair from 1 (height) and 2
-    (width) up to three times the section (``Qwen3VLTextRotaryEmbedding.recomposition_frequencies``), the
-    rest time. With chunks, time holds the highest frequencies and width the lowest; interleaving gives each
-    axis pairs across the whole spectrum.
+    M-RoPE came with Qwen2-VL (Wang et al., 2024). transformers' ``get_rope_index`` gives every token three
+    position ids: equal ones to a text token, so that M-RoPE is 1-D RoPE on text; to the tokens of an image or
+    a video, its grid's (time, row, column) added to the current position. The rotary module builds the
+    cos/sin of all pairs for each of the three ids and keeps, for pair ``i``, those of the axis it follows:
+    in contiguous sections (``Qwen2VLRotaryEmbedding.recomposition_frequencies``, v5.23) or every third pair
+    from 1 (height) and 2 (width) up to three times the section
+    (``Qwen3VLTextRotaryEmbedding.recomposition_frequencies``), the rest time. With chunks, time holds the
+    highest frequencies and width the lowest; interleaving gives each axis pairs across the whole spectrum.
 
     References
     ----------
     .. [1] P. Wang et al., "Qwen2-VL: Enhancing Vision-Language Model's Perception of the World at Any
-       Resolution", arXiv:2409.12191, §2.1.
+       Resolution", arXiv:2409.12191.
     .. [2] transformers v5.23, ``models/qwen2_vl/modeling_qwen2_vl.py`` and
        ``models/qwen3_vl/modeling_qwen3_vl.py``.
 
