@@ -333,7 +333,7 @@ def rotate_multiaxis(
     -------
     rotated : (..., seq, head_dim) ndarray of float64
         The broadcast shape of ``x`` and ``positions``' leading axes: pair ``i`` of a row, :math:`(a, b)`,
-        becomes :math:`(a\cos\phi_i - b\sin\phi_i,\; a\sin\phi_i + b\cos\phi_i)`.
+        becomes the pair :math:`a\cos\phi_i - b\sin\phi_i` and :math:`a\sin\phi_i + b\cos\phi_i`.
 
     Raises
     ------
