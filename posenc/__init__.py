@@ -21,6 +21,10 @@ T5 relative buckets (Raffel et al., 2020), :mod:`posenc.t5`
 Clipped relative positions (Shaw et al., 2018), :mod:`posenc.shaw`
     :func:`shaw_relative_indices`
 
+Rotary on several axes (Heo et al., 2024; Wang et al., 2024), :mod:`posenc.multiaxis`
+    :func:`axial_frequencies`, :func:`mrope_frequencies`, :func:`rotate_multiaxis`: axial 2D/3D RoPE,
+    multimodal RoPE (``mrope_section``, chunked or interleaved) and any frequency matrix (RoPE-Mixed)
+
 Types and constants
     :data:`Layout` and :data:`LAYOUTS` (sinusoidal table layouts), :data:`RotaryLayout` and
     :data:`ROTARY_LAYOUTS` (rotary pair layouts), :data:`RopeType` and :data:`ROPE_TYPES` (rotary
@@ -32,6 +36,13 @@ from importlib.metadata import version as _version
 
 from posenc._validation import LAYOUTS, MAX_TABLE_ELEMENTS, ROTARY_LAYOUTS, Layout, RotaryLayout
 from posenc.alibi import alibi_bias, alibi_slopes
+from posenc.multiaxis import (
+    MROPE_ASSIGNMENTS,
+    MRopeAssignment,
+    axial_frequencies,
+    mrope_frequencies,
+    rotate_multiaxis,
+)
 from posenc.rotary import (
     ROPE_TYPES,
     RopeScaling,
@@ -64,6 +75,12 @@ __all__ = [
     "rotary_frequencies",
     "rotary_weight_permutation",
     "rotate",
+    # rotary on several axes
+    "MROPE_ASSIGNMENTS",
+    "MRopeAssignment",
+    "axial_frequencies",
+    "mrope_frequencies",
+    "rotate_multiaxis",
     # relative-position biases
     "alibi_bias",
     "alibi_slopes",

@@ -27,12 +27,15 @@ from posenc import (
     RopeScaling,
     alibi_bias,
     alibi_slopes,
+    axial_frequencies,
     frequencies,
     layout_permutation,
+    mrope_frequencies,
     rotary_attention_factor,
     rotary_frequencies,
     rotary_weight_permutation,
     rotate,
+    rotate_multiaxis,
     shaw_relative_indices,
     sinusoidal,
     t5_relative_bucket,
@@ -42,6 +45,7 @@ from posenc.alibi import MAX_HEADS
 from posenc.nn import (
     ALiBiBias,
     LearnedPositionalEmbedding,
+    MultiAxisRotaryEmbedding,
     RotaryEmbedding,
     ShawRelativeAttention,
     SinusoidalPositionalEncoding,
@@ -561,6 +565,48 @@ BAD_CALLS = {
     "bucket check one bucket": Bad(lambda: assert_t5_buckets_in_range(print, num_buckets=1), ValueError, "num_buckets"),
     "exact bucket check of None": Bad(lambda: assert_t5_buckets_exact(None), TypeError, "bucket_fn"),
     "boundaries of float positions": Bad(lambda: t5_float32_boundaries([1.5]), TypeError, "relative_position"),
+    # rotary on several axes
+    "axial axes not dividing the head": Bad(lambda: axial_frequencies(12, 4), ValueError, "head_dim"),
+    "axial no axis": Bad(lambda: axial_frequencies(8, 0), ValueError, "n_axes"),
+    "mrope sections of the wrong sum": Bad(lambda: mrope_frequencies(16, [4, 2, 1]), ValueError, "mrope_section"),
+    "mrope two sections": Bad(lambda: mrope_frequencies(16, [4, 4]), ValueError, "mrope_section"),
+    "mrope section of a str": Bad(lambda: mrope_frequencies(16, "422"), TypeError, "mrope_section"),
+    "mrope interleaving cannot give the sections": Bad(
+        lambda: mrope_frequencies(16, [2, 3, 3], assignment="interleaved"), ValueError, "mrope_section"
+    ),
+    "mrope unknown assignment": Bad(
+        lambda: mrope_frequencies(16, [4, 2, 2], assignment="mixed"), ValueError, "assignment"
+    ),
+    "multiaxis frequencies 1-D": Bad(
+        lambda: rotate_multiaxis(np.ones((3, 8)), np.ones((3, 1)), [1.0, 0.1]), ValueError, "frequencies"
+    ),
+    "multiaxis more pairs than the head": Bad(
+        lambda: rotate_multiaxis(np.ones((3, 4)), np.ones((3, 1)), np.ones((1, 3))), ValueError, "frequencies"
+    ),
+    "multiaxis positions with the wrong axes": Bad(
+        lambda: rotate_multiaxis(np.ones((3, 4)), np.ones((3, 3)), axial_frequencies(4, 2)), ValueError, "positions"
+    ),
+    "multiaxis positions of another length": Bad(
+        lambda: rotate_multiaxis(np.ones((3, 4)), np.ones((2, 2)), axial_frequencies(4, 2)), ValueError, "positions"
+    ),
+    "multiaxis angles overflow": Bad(
+        lambda: rotate_multiaxis(np.ones((1, 4)), [[1e300, 0.0]], np.full((2, 2), 1e300)), ValueError, "positions"
+    ),
+    "multiaxis x of str": Bad(lambda: rotate_multiaxis("x", np.ones((3, 2)), axial_frequencies(4, 2)), TypeError, "x"),
+    "multiaxis module frequencies of NaN": Bad(
+        lambda: MultiAxisRotaryEmbedding([[float("nan"), 1.0]]), ValueError, "frequencies"
+    ),
+    "multiaxis module learnable of an int": Bad(
+        lambda: MultiAxisRotaryEmbedding(axial_frequencies(4, 2), learnable=1), TypeError, "learnable"
+    ),
+    "multiaxis forward positions not broadcasting into x": Bad(
+        lambda: MultiAxisRotaryEmbedding(axial_frequencies(4, 2))(torch.ones(2, 3, 4), torch.ones(5, 2, 3, 2)),
+        ValueError,
+        "positions",
+    ),
+    "multiaxis forward x too narrow": Bad(
+        lambda: MultiAxisRotaryEmbedding(axial_frequencies(8, 2))(torch.ones(3, 4), torch.ones(3, 2)), ValueError, "x"
+    ),
 }
 
 

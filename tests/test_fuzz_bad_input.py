@@ -40,12 +40,15 @@ from posenc import (
     RopeScaling,
     alibi_bias,
     alibi_slopes,
+    axial_frequencies,
     frequencies,
     layout_permutation,
+    mrope_frequencies,
     rotary_attention_factor,
     rotary_frequencies,
     rotary_weight_permutation,
     rotate,
+    rotate_multiaxis,
     shaw_relative_indices,
     sinusoidal,
     t5_relative_bucket,
@@ -54,6 +57,7 @@ from posenc import (
 from posenc.nn import (
     ALiBiBias,
     LearnedPositionalEmbedding,
+    MultiAxisRotaryEmbedding,
     RotaryEmbedding,
     ShawRelativeAttention,
     SinusoidalPositionalEncoding,
@@ -168,6 +172,13 @@ def _check_rotated(out, kwargs):
     assert out.shape == x.shape, f"shape {out.shape}"
     if np.all(np.isfinite(x)):
         assert np.all(np.isfinite(out)), "non-finite output for finite input"
+
+
+def _check_rotated_multiaxis(out, kwargs):
+    """The rotation has x's last axis and is finite for finite input (its leading axes broadcast with positions')."""
+    x = np.asarray(kwargs["x"], dtype=np.float64)
+    assert out.shape[-1] == x.shape[-1] and out.ndim >= 2, f"shape {out.shape}"
+    assert np.all(np.isfinite(out)), "non-finite output"
 
 
 def _lengths(kwargs):
@@ -605,6 +616,44 @@ SPECS = {
         ),
         lambda: dict(relative_position=np.arange(-5, 6), bidirectional=True, num_buckets=32, max_distance=128),
         _check_boundaries,
+    ),
+    "posenc.axial_frequencies": Spec(
+        axial_frequencies,
+        lambda a: axial_frequencies(a["head_dim"], a["n_axes"], base=a["base"]),
+        lambda: dict(head_dim=12, n_axes=3, base=100.0),
+        lambda out, a: _finite_array(out, (a["n_axes"], a["head_dim"] // 2)),
+    ),
+    "posenc.mrope_frequencies": Spec(
+        mrope_frequencies,
+        lambda a: mrope_frequencies(a["head_dim"], a["mrope_section"], assignment=a["assignment"], base=a["base"]),
+        lambda: dict(head_dim=16, mrope_section=[4, 2, 2], assignment="interleaved", base=1e6),
+        lambda out, a: _finite_array(out, (3, a["head_dim"] // 2)),
+    ),
+    "posenc.rotate_multiaxis": Spec(
+        rotate_multiaxis,
+        lambda a: rotate_multiaxis(a["x"], a["positions"], a["frequencies"], layout=a["layout"]),
+        lambda: dict(
+            x=np.ones((2, 3, 8)),
+            positions=np.array([[0.0, 1.0], [2.0, -3.5], [4.0, 5.0]]),
+            frequencies=np.array([[1.0, 0.1, 0.0], [0.0, 0.0, 1.0]]),
+            layout="halves",
+        ),
+        _check_rotated_multiaxis,
+    ),
+    "posenc.nn.MultiAxisRotaryEmbedding": Spec(
+        MultiAxisRotaryEmbedding,
+        lambda a: MultiAxisRotaryEmbedding(a["frequencies"], layout=a["layout"], learnable=a["learnable"]),
+        lambda: dict(frequencies=np.array([[1.0, 0.1, 0.0], [0.0, 0.0, 1.0]]), layout="interleaved", learnable=True),
+        lambda module, a: _check_forward_result(
+            module(torch.ones(2, 3, 2 * module.n_pairs), torch.zeros(3, module.n_axes)),
+            {"x": torch.ones(2, 3, 2 * module.n_pairs)},
+        ),
+    ),
+    "posenc.nn.MultiAxisRotaryEmbedding.forward": Spec(
+        MultiAxisRotaryEmbedding.forward,
+        lambda a: MultiAxisRotaryEmbedding(np.array([[1.0, 0.1, 0.0], [0.0, 0.0, 1.0]]))(a["x"], a["positions"]),
+        lambda: dict(x=torch.zeros(2, 3, 8), positions=torch.tensor([[0.0, 2.5], [7.0, 3.0], [4.0, 5.0]])),
+        _check_forward_result,
     ),
 }
 

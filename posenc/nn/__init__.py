@@ -3,6 +3,7 @@
 - :class:`SinusoidalPositionalEncoding` (:mod:`posenc.nn.sinusoid`): adds :func:`posenc.sinusoidal`.
 - :class:`LearnedPositionalEmbedding` (:mod:`posenc.nn.learned`): adds one trained vector per position.
 - :class:`RotaryEmbedding` (:mod:`posenc.nn.rotary`): rotates queries or keys, :func:`posenc.rotate`.
+- :class:`MultiAxisRotaryEmbedding` (:mod:`posenc.nn.multiaxis`): on several axes, :func:`posenc.rotate_multiaxis`.
 - :class:`ALiBiBias` (:mod:`posenc.nn.alibi`): the fixed linear bias of :func:`posenc.alibi_bias`.
 - :class:`T5RelativeBias` (:mod:`posenc.nn.t5`): a learned scalar per :func:`posenc.t5_relative_bucket`.
 - :class:`ShawRelativeAttention` (:mod:`posenc.nn.shaw`): attention with :func:`posenc.shaw_relative_indices`.
@@ -19,6 +20,7 @@ except ImportError as error:
 
 from posenc.nn.alibi import ALiBiBias
 from posenc.nn.learned import LearnedPositionalEmbedding
+from posenc.nn.multiaxis import MultiAxisRotaryEmbedding
 from posenc.nn.rotary import RotaryEmbedding
 from posenc.nn.shaw import ShawRelativeAttention
 from posenc.nn.sinusoid import SinusoidalPositionalEncoding
@@ -28,6 +30,7 @@ __all__ = [
     "SinusoidalPositionalEncoding",
     "LearnedPositionalEmbedding",
     "RotaryEmbedding",
+    "MultiAxisRotaryEmbedding",
     "ALiBiBias",
     "T5RelativeBias",
     "ShawRelativeAttention",
