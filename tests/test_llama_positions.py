@@ -7,23 +7,18 @@ replaces the model's ``rotary_emb`` by a module that passes the positions on (tr
 layer calls with them, by one that rotates q and k with posenc. Everything else (weights, masks, the key/value
 cache) is transformers' own.
 
-*Tolerance.* Both models compute the same rotation; transformers forms ``position * inv_freq`` and its cosine and
-sine in float32 (an angle off by up to ``position * 2**-24`` rad: below ``1e-6`` rad at the positions used here,
-all below 16), posenc in float64, rounded once to float32. The rotated q and k thus differ by up to about
-``1e-6`` relative, and two layers of float32 arithmetic carry that, attenuated, to logits of magnitude up to 0.6
-with these weights (measured: at most ``1.2e-7`` apart, two float32 roundings). ``atol = rtol = 1e-5`` bounds the
-worst case with room, and wrong positions (the last test) move the logits by more than 100 times that.
+*Tolerance.* ``rotary_swap.TOLERANCE``, ``atol = rtol = 1e-5``, as tests/rotary_swap.py explains (the module also
+holds the swap itself and the batch); wrong positions (the last test) move the logits by more than 100 times that.
 """
 
 from __future__ import annotations
 
 import pytest
 import torch
-from torch import nn
+from rotary_swap import TOLERANCE, decode, left_padded_batch, swap_rotary
 
 from posenc.nn import RotaryEmbedding
 
-TOLERANCE = dict(rtol=1e-5, atol=1e-5)
 HEAD_DIM = 16
 
 
@@ -49,75 +44,12 @@ def tiny_llama():
     return LlamaForCausalLM(config).eval()
 
 
-class PassPositions(nn.Module):
-    """Stands in for the model's ``rotary_emb``: hands the positions to the attention layers instead of cos, sin.
-
-    ``offsets=True`` hands on a 0-d tensor, the position of the first new token (a static cache's
-    ``cache_position[0]``), which needs every row of ``position_ids`` to be the same.
-    """
-
-    def __init__(self, offsets: bool, corrupt=None) -> None:
-        super().__init__()
-        self.offsets, self.corrupt = offsets, corrupt or (lambda positions: positions)
-        self.offsets_seen: list[torch.Tensor] = []
-
-    def forward(self, x, position_ids):
-        if not self.offsets:
-            return self.corrupt(position_ids), None
-        assert bool((position_ids == position_ids[:1]).all()), "a 0-d offset serves a batch with equal positions"
-        offset = self.corrupt(position_ids[0, 0])
-        self.offsets_seen.append(offset)
-        return offset, None
-
-
 def posenc_llama(monkeypatch, *, offsets=False, corrupt=None):
     """The same tiny Llama, its rotary replaced by posenc's (halves: transformers' rotate_half layout)."""
     from transformers.models.llama import modeling_llama
 
     rope = RotaryEmbedding(HEAD_DIM, layout="halves", base=10000.0)
-
-    def apply_posenc(q, k, positions, unused, unsqueeze_dim=1):
-        if positions.ndim == 0:
-            return rope(q, offset=positions), rope(k, offset=positions)
-        return rope(q, positions=positions), rope(k, positions=positions)
-
-    monkeypatch.setattr(modeling_llama, "apply_rotary_pos_emb", apply_posenc)
-    model = tiny_llama()
-    model.model.rotary_emb = PassPositions(offsets, corrupt)
-    return model
-
-
-def left_padded_batch():
-    """Two prompts, of 9 and 5 tokens, left-padded to 9, with transformers' attention mask and position_ids."""
-    generator = torch.Generator().manual_seed(1)
-    input_ids = torch.randint(1, 101, (2, 9), generator=generator)
-    attention_mask = torch.ones(2, 9, dtype=torch.long)
-    attention_mask[1, :4] = 0
-    input_ids[1, :4] = 0  # the pad token
-    # as GenerationMixin.prepare_inputs_for_generation computes them: 0, 1, ... on the tokens, 1 on the padding
-    position_ids = (attention_mask.cumsum(-1) - 1).masked_fill(attention_mask == 0, 1)
-    return input_ids, attention_mask, position_ids
-
-
-def decode(model, input_ids, attention_mask, position_ids, steps):
-    """Prefill, then ``steps`` greedy tokens one at a time through a DynamicCache: the logits of every call."""
-    from transformers import DynamicCache
-
-    cache = DynamicCache(config=model.config)
-    with torch.no_grad():
-        out = model(
-            input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, past_key_values=cache
-        )
-        logits = [out.logits]
-        for _ in range(steps):
-            token = out.logits[:, -1:].argmax(-1)
-            attention_mask = torch.cat([attention_mask, torch.ones_like(token)], dim=1)
-            position_ids = position_ids[:, -1:] + 1
-            out = model(
-                input_ids=token, attention_mask=attention_mask, position_ids=position_ids, past_key_values=cache
-            )
-            logits.append(out.logits)
-    return logits
+    return swap_rotary(monkeypatch, modeling_llama, tiny_llama(), rope, offsets=offsets, corrupt=corrupt)
 
 
 def test_left_padded_batch_with_per_row_position_ids_matches_transformers(monkeypatch):
