@@ -153,8 +153,7 @@ class ALiBiBias(nn.Module):
         -----
         Causal masking through the ``-inf`` of the score_mod still computes the scores of the masked
         pairs; with ``block_mask=create_block_mask(posenc.nn.flex.causal_mask_mod(offset), ...)`` as
-        well, FlexAttention skips the blocks that are masked entirely. A query whose keys are all masked
-        gets zeros from FlexAttention where ``scaled_dot_product_attention`` gives NaN.
+        well, FlexAttention skips the blocks that are masked entirely.
 
         Examples
         --------
