@@ -94,6 +94,7 @@ def test_t5_score_mod_equals_the_dense_bias(bidirectional, q_len, k_len, offset)
     assert torch.equal(got, bias(q_len, k_len, offset=offset))
 
 
+@pytest.mark.argument_check
 def test_the_dense_guard_points_to_the_score_mod():
     """32 heads at 8192 tokens is over MAX_TABLE_ELEMENTS as a dense bias; the message names the way out."""
     assert 32 * 8192 * 8192 > MAX_TABLE_ELEMENTS
@@ -157,7 +158,15 @@ def test_t5_flex_attention_and_table_gradient_equal_the_dense_path(bidirectional
 
 def test_compiled_alibi_with_a_block_mask_and_no_recompilation_across_offsets():
     """Decode steps at offsets 9, 10, 11 through one compiled flex_attention, each checked against SDPA."""
+    threads = torch.get_num_threads()
     torch.set_num_threads(1)
+    try:
+        compiled_decode_steps()
+    finally:
+        torch.set_num_threads(threads)
+
+
+def compiled_decode_steps():
     alibi = ALiBiBias(HEADS)
     with only_warnings(INDUCTOR_IMPORT):  # compile's first call imports inductor
         attention = torch.compile(flex_attention, dynamic=False)
