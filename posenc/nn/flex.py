@@ -4,7 +4,8 @@ r"""Attention biases for PyTorch's FlexAttention: the bias computed per score, n
 bias, to add to the logits or pass as ``attn_mask=`` to ``torch.nn.functional.scaled_dot_product_attention``:
 32 heads at 16384 tokens make 32 GiB of float32 before any attention is computed. Their ``score_mod``
 methods instead return a function for ``torch.nn.attention.flex_attention.flex_attention``, which calls it on
-each score with the indices of its batch, head, query and key (Dong et al., 2024), so that the bias of a
+each score with the indices of its batch, head, query and key (Dong et al., 2024, "Flex Attention: A Programming
+Model for Generating Optimized Attention Kernels", arXiv:2412.05496), so that the bias of a
 pair is computed where the score is and memory grows with the sequence, not with its square:
 
 >>> import torch
@@ -16,18 +17,13 @@ pair is computed where the score is and memory grows with the sequence, not with
 
 A query offset (the position of query 0, for decoding with a cache) is held in a 0-d int64 tensor that the
 function captures, so a compiled ``flex_attention`` is not recompiled when only the offset changes.
-:func:`causal_mask_mod` gives the matching causal ``mask_mod`` for
+:func:`posenc.nn.causal_mask_mod` gives the matching causal ``mask_mod`` for
 ``torch.nn.attention.flex_attention.create_block_mask``, which lets FlexAttention skip the blocks of keys
 after the queries instead of computing and discarding them.
 
 On CPU, PyTorch 2.13's FlexAttention computes no gradient for the query, key or value (it raises if they
 require one); the learned table of :class:`posenc.nn.T5RelativeBias`, which its score_mod captures, does get
 its gradient there when ``flex_attention`` runs uncompiled.
-
-References
-----------
-.. [1] J. Dong, B. Feng, D. Guessous, Y. Liang, H. He, "Flex Attention: A Programming Model for Generating
-   Optimized Attention Kernels", arXiv:2412.05496, 2024.
 """
 
 from __future__ import annotations
