@@ -152,13 +152,18 @@ def check_d_model(d_model: object, *, even: bool = True, name: str = "d_model") 
     return check_int(d_model, name, minimum=1, maximum=MAX_TABLE_ELEMENTS, even=even, accepted=accepted)
 
 
-def check_table_size(n_rows: int, n_columns: int, rows_name: str = "positions", columns_name: str = "d_model") -> None:
-    """Refuse a table of more than :data:`MAX_TABLE_ELEMENTS` elements before it is allocated."""
+def check_table_size(
+    n_rows: int, n_columns: int, rows_name: str = "positions", columns_name: str = "d_model", *, hint: str = ""
+) -> None:
+    """Refuse a table of more than :data:`MAX_TABLE_ELEMENTS` elements before it is allocated.
+
+    ``hint``, when given, ends the message (another way to get the result without the table).
+    """
     if n_rows * n_columns > MAX_TABLE_ELEMENTS:
         smaller = rows_name if rows_name == columns_name else f"{rows_name} or {columns_name}"
         raise ValueError(
             f"{rows_name} x {columns_name} = {n_rows} x {n_columns} exceeds the limit of {MAX_TABLE_ELEMENTS} "
-            f"elements: ask for a smaller {smaller}"
+            f"elements: ask for a smaller {smaller}{f', or {hint}' if hint else ''}"
         )
 
 
@@ -206,18 +211,18 @@ def check_positions(positions: object, d_model: int) -> NDArray[np.float64]:
 
 
 def check_query_key_lengths(
-    q_len: object, k_len: object, offset: object, n_per_pair: int = 1, per_pair_name: str = ""
+    q_len: object, k_len: object, offset: object, n_per_pair: int = 1, per_pair_name: str = "", *, hint: str = ""
 ) -> tuple[int, int, int]:
     """Validate ``q_len``, ``k_len`` (``None``: ``q_len``) and ``offset`` (``None``: ``k_len - q_len``).
 
     Query ``i`` sits at absolute position ``offset + i`` and key ``j`` at ``j``. Refuses a result of more than
     :data:`MAX_TABLE_ELEMENTS` elements (``n_per_pair`` values per (query, key) pair, ``per_pair_name`` names
-    that factor in the message).
+    that factor in the message, ``hint`` ends it as in :func:`check_table_size`).
     """
     queries = check_int(q_len, "q_len")
     keys = queries if k_len is None else check_int(k_len, "k_len")
     rows_name = f"{per_pair_name} * q_len" if per_pair_name else "q_len"
-    check_table_size(n_per_pair * queries, keys, rows_name, "k_len")
+    check_table_size(n_per_pair * queries, keys, rows_name, "k_len", hint=hint)
     if offset is None:
         return queries, keys, keys - queries
     return queries, keys, check_int(offset, "offset", minimum=-MAX_OFFSET, maximum=MAX_OFFSET)

@@ -50,6 +50,7 @@ from posenc.nn import (
     ShawRelativeAttention,
     SinusoidalPositionalEncoding,
     T5RelativeBias,
+    causal_mask_mod,
 )
 from posenc.testing import (
     assert_alibi_slopes_match_reference,
@@ -476,6 +477,13 @@ BAD_CALLS = {
     "t5 module table over the limit": Bad(
         lambda: T5RelativeBias(2**20, num_buckets=2**10), ValueError, "num_buckets", large=True
     ),
+    "alibi score_mod causal with a negative offset": Bad(
+        lambda: ALiBiBias(4).score_mod(offset=torch.tensor(-1)), ValueError, "offset"
+    ),
+    "t5 score_mod lookup over the limit": Bad(
+        lambda: T5RelativeBias(1, max_distance=2**27).score_mod(), ValueError, "max_distance", large=True
+    ),
+    "causal mask_mod float offset": Bad(lambda: causal_mask_mod(0.5), TypeError, "offset"),
     "shaw layer heads not dividing": Bad(lambda: ShawRelativeAttention(10, 4, max_distance=2), ValueError, "n_heads"),
     "shaw layer more heads than features": Bad(
         lambda: ShawRelativeAttention(4, 8, max_distance=2), ValueError, "n_heads"

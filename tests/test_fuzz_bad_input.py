@@ -62,6 +62,7 @@ from posenc.nn import (
     ShawRelativeAttention,
     SinusoidalPositionalEncoding,
     T5RelativeBias,
+    causal_mask_mod,
 )
 from posenc.testing import (
     assert_alibi_slopes_match_reference,
@@ -199,6 +200,26 @@ def _check_bias(out, kwargs, n_heads, causal=True):
         assert np.all(np.isneginf(out[:, future])) and np.all(np.isfinite(out[:, ~future]))
     else:
         assert np.all(np.isfinite(out))
+
+
+def _check_score_mod(mod, dense, q_len=2, k_len=5):
+    """A score_mod called on broadcast (head, query, key) indices is the module's dense bias, offset included."""
+    heads = torch.arange(dense.shape[0])[:, None, None]
+    queries, keys = torch.arange(q_len)[:, None], torch.arange(k_len)
+    assert torch.equal(mod(torch.zeros(()), torch.tensor(0), heads, queries, keys), dense), "score_mod != dense bias"
+
+
+def _check_mask_mod(mod, kwargs):
+    """True where the key is at or before the query, query 0 at ``offset``."""
+    offset = int(kwargs["offset"])
+    queries, keys = torch.arange(2)[:, None], torch.arange(5)[None, :]
+    assert torch.equal(mod(0, 0, queries, keys), keys <= queries + offset), "mask_mod"
+
+
+def _seeded_t5():
+    """The same small T5RelativeBias at every call, to compare a score_mod with its dense bias."""
+    torch.manual_seed(0)
+    return T5RelativeBias(4, num_buckets=8, max_distance=16)
 
 
 def _check_buckets(out, kwargs):
@@ -471,6 +492,12 @@ SPECS = {
         lambda: dict(q_len=3, k_len=5, causal=True, offset=torch.tensor(1)),
         lambda out, a: _check_bias(out, a, 4, bool(a["causal"])),
     ),
+    "posenc.nn.ALiBiBias.score_mod": Spec(
+        ALiBiBias.score_mod,
+        lambda a: ALiBiBias(4).score_mod(causal=a["causal"], offset=a["offset"]),
+        lambda: dict(causal=True, offset=torch.tensor(3)),
+        lambda mod, a: _check_score_mod(mod, ALiBiBias(4)(2, 5, causal=bool(a["causal"]), offset=int(a["offset"]))),
+    ),
     "posenc.nn.T5RelativeBias": Spec(
         T5RelativeBias,
         lambda a: T5RelativeBias(
@@ -493,6 +520,18 @@ SPECS = {
             (out.dtype == torch.int64 and out.shape == _lengths(a) and bool(((out >= 0) & (out < 8)).all()))
             or pytest.fail(f"buckets {out!r}")
         ),
+    ),
+    "posenc.nn.T5RelativeBias.score_mod": Spec(
+        T5RelativeBias.score_mod,
+        lambda a: _seeded_t5().score_mod(offset=a["offset"]),
+        lambda: dict(offset=-3),
+        lambda mod, a: _check_score_mod(mod, _seeded_t5()(2, 5, offset=int(a["offset"]))),
+    ),
+    "posenc.nn.causal_mask_mod": Spec(
+        causal_mask_mod,
+        lambda a: causal_mask_mod(a["offset"]),
+        lambda: dict(offset=torch.tensor(2)),
+        _check_mask_mod,
     ),
     "posenc.nn.ShawRelativeAttention": Spec(
         ShawRelativeAttention,

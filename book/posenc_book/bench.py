@@ -1,7 +1,8 @@
 """Time posenc's sinusoidal tables and rotary rotations against the ways people compute them, and against memory.
 
 Run ``make bench`` or ``python -m posenc_book.bench`` (add ``--json`` for machine-readable output, ``--sizes
-2048x512`` for other sizes, ``--section sinusoidal`` or ``--section rotary`` for one of the two sections). For each
+2048x512`` for other sizes, ``--section sinusoidal``, ``--section rotary`` or ``--section flex`` for one section;
+the flex section, ALiBi through FlexAttention, is :mod:`posenc_book.bench_flex`). For each
 table size, every approach is called once to warm up and then timed with ``time.perf_counter`` several times; the
 median is reported, with its ratio to the write bound and to ``posenc``, the largest absolute error against a float64
 reference of the same formula and layout, and the peak memory of one call. Progress goes to stderr.
@@ -691,14 +692,21 @@ def main(argv=None) -> int:
     parser.add_argument("--json", action="store_true", help="print the results as JSON instead of tables")
     parser.add_argument(
         "--section",
-        choices=("all", "sinusoidal", "rotary"),
+        choices=("all", "sinusoidal", "rotary", "flex"),
         default="all",
-        help="run the sinusoidal tables, the rotary rotations, or both (default)",
+        help="run the sinusoidal tables, the rotary rotations, ALiBi through FlexAttention, or all (default)",
     )
     args = parser.parse_args(argv)
     began = time.perf_counter()
-    results = run(args.sizes) if args.section != "rotary" else {"machine": machine(), "sizes": []}
-    if args.section != "sinusoidal":
+    results = run(args.sizes) if args.section in ("all", "sinusoidal") else {"machine": machine(), "sizes": []}
+    if args.section in ("all", "flex") and _importable("torch"):
+        import torch
+
+        from posenc_book.bench_flex import run_flex
+
+        torch.set_num_threads(min(2, os.cpu_count() or 1))
+        results["flex"] = run_flex()
+    if args.section in ("all", "rotary"):
         if _importable("torch"):
             import torch
 
@@ -714,6 +722,10 @@ def main(argv=None) -> int:
         report = format_report(results)
         if "rotary" in results:
             report += "\n\n" + format_rotary_report(results["rotary"])
+        if "flex" in results:
+            from posenc_book.bench_flex import format_flex_report
+
+            report += "\n\n" + format_flex_report(results["flex"])
         print(report)
     return 0
 

@@ -7,6 +7,8 @@
 - :class:`ALiBiBias` (:mod:`posenc.nn.alibi`): the fixed linear bias of :func:`posenc.alibi_bias`.
 - :class:`T5RelativeBias` (:mod:`posenc.nn.t5`): a learned scalar per :func:`posenc.t5_relative_bucket`.
 - :class:`ShawRelativeAttention` (:mod:`posenc.nn.shaw`): attention with :func:`posenc.shaw_relative_indices`.
+- :func:`causal_mask_mod` (:mod:`posenc.nn.flex`): the causal mask for FlexAttention, whose ``score_mod`` the
+  ``score_mod()`` methods of :class:`ALiBiBias` and :class:`T5RelativeBias` give.
 
 Needs PyTorch, which posenc installs only with its ``torch`` extra.
 """
@@ -19,6 +21,7 @@ except ImportError as error:
     ) from error
 
 from posenc.nn.alibi import ALiBiBias
+from posenc.nn.flex import causal_mask_mod
 from posenc.nn.learned import LearnedPositionalEmbedding
 from posenc.nn.multiaxis import MultiAxisRotaryEmbedding
 from posenc.nn.rotary import RotaryEmbedding
@@ -34,4 +37,5 @@ __all__ = [
     "ALiBiBias",
     "T5RelativeBias",
     "ShawRelativeAttention",
+    "causal_mask_mod",
 ]

@@ -8,7 +8,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from posenc._validation import check_table_size
+from posenc._validation import MAX_OFFSET, check_int, check_table_size
+
+LONG_CONTEXT_HINT = "use score_mod() with torch.nn.attention.flex_attention, which never builds the bias tensor"
+"""Where the size guard of the dense ALiBi and T5 biases points for long contexts."""
 
 
 def check_embeddings(x: object, d_model: int) -> int:
@@ -101,3 +104,14 @@ def batch_positions(positions: object, x: torch.Tensor, d_model: int) -> np.ndar
             f"{tuple(x.shape)}, got {array.shape}"
         )
     return array
+
+
+def offset_tensor(offset: object, *, causal: bool, device: torch.device) -> torch.Tensor:
+    """``offset`` (an int or a 0-d integer tensor) checked and held in a 0-d int64 tensor on ``device``.
+
+    ``|offset| <= 2**52``, and ``offset >= 0`` when ``causal`` (with a negative offset query 0 sees no key).
+    """
+    value = check_int(offset_as_int(offset), "offset", minimum=-MAX_OFFSET, maximum=MAX_OFFSET)
+    if causal and value < 0:
+        raise ValueError(f"offset must be >= 0 when causal=True, got {value}: query 0 would see no key")
+    return torch.tensor(value, dtype=torch.int64, device=device)

@@ -7,7 +7,8 @@ from torch import nn
 
 from posenc._validation import check_flag, check_int, check_query_key_lengths
 from posenc.alibi import MAX_HEADS, alibi_slopes
-from posenc.nn._checks import offset_as_int
+from posenc.nn._checks import LONG_CONTEXT_HINT, offset_as_int, offset_tensor
+from posenc.nn.flex import ScoreMod
 
 __all__ = ["ALiBiBias"]
 
@@ -49,6 +50,9 @@ class ALiBiBias(nn.Module):
     torch.Size([2, 8, 3, 5])
     >>> alibi(1, 6, offset=torch.tensor(2))[0]  # a static cache of 6 slots, the token at position 2
     tensor([[-1.0000, -0.5000,  0.0000,    -inf,    -inf,    -inf]])
+
+    For long contexts, :meth:`score_mod` gives the same bias to FlexAttention without the tensor
+    (see :mod:`posenc.nn.flex`).
     """
 
     slopes: torch.Tensor
@@ -89,13 +93,15 @@ class ALiBiBias(nn.Module):
         TypeError
             If a length is not an int, ``causal`` is not a bool, or ``offset`` not an int or 0-d integer tensor.
         ValueError
-            If a length is negative, the bias would exceed ``posenc.MAX_TABLE_ELEMENTS`` elements,
-            ``|offset| > 2**52``, or ``causal`` with ``k_len < q_len`` and no ``offset``, or a negative
-            ``offset`` (a query would see no key).
+            If a length is negative, the bias would exceed ``posenc.MAX_TABLE_ELEMENTS`` elements (the
+            message then points to :meth:`score_mod`), ``|offset| > 2**52``, or ``causal`` with
+            ``k_len < q_len`` and no ``offset``, or a negative ``offset`` (a query would see no key).
         """
         causal = check_flag(causal, "causal")
         given = offset_as_int(offset)
-        q_len, k_len, offset = check_query_key_lengths(q_len, k_len, given, self.n_heads, "n_heads")
+        q_len, k_len, offset = check_query_key_lengths(
+            q_len, k_len, given, self.n_heads, "n_heads", hint=LONG_CONTEXT_HINT
+        )
         if causal and offset < 0 and q_len > 0:
             if given is not None:
                 raise ValueError(f"offset must be >= 0 when causal=True, got {offset}: query 0 would see no key")
@@ -110,6 +116,69 @@ class ALiBiBias(nn.Module):
             return self.slopes[:, None, None] * (-relative.abs()).to(torch.float32)
         bias = self.slopes[:, None, None] * relative.to(torch.float32)
         return bias.masked_fill(relative > 0, float("-inf"))
+
+    def score_mod(self, *, causal: bool = True, offset: int | torch.Tensor = 0) -> ScoreMod:
+        r"""The bias of :meth:`forward` as a FlexAttention ``score_mod``, computed per score: no bias tensor.
+
+        Parameters
+        ----------
+        causal : bool, default True
+            As in :meth:`forward`: ``-inf`` on the keys after each query, else the symmetric bias.
+        offset : int or 0-d integer tensor, default 0
+            Position of query 0: query ``i`` sits at ``offset + i``, key ``j`` at ``j``. ``0`` for a prefill
+            or training (queries and keys the same tokens); the number of cached tokens when decoding
+            (``k_len - q_len`` with a dynamic cache, ``cache_position[0]`` with a static one). There is no
+            ``None`` default as in :meth:`forward`, since a ``score_mod`` is not told the lengths.
+            ``|offset| <= 2**52``; ``>= 0`` when ``causal``.
+
+        Returns
+        -------
+        score_mod : posenc.nn.flex.ScoreMod
+            ``score_mod(score, batch, head, q_idx, kv_idx)`` returns ``score + bias[head, q_idx, kv_idx]``
+            with ``bias = self(q_len, k_len, causal=causal, offset=offset)`` for any lengths: the same
+            float32 bias values (cast to the score's dtype), added to the scaled score (``-inf`` for the keys
+            after a causal query).
+            It captures ``slopes`` and the offset (a 0-d int64 tensor) on the device of ``slopes``: move
+            the module first. Pass it as ``flex_attention(q, k, v, score_mod=...)``, with q, k and v of
+            shape ``(batch, n_heads, seq, head_dim)``.
+
+        Raises
+        ------
+        TypeError
+            If ``causal`` is not a bool or ``offset`` not an int or 0-d integer tensor.
+        ValueError
+            If ``|offset| > 2**52``, or ``offset < 0`` with ``causal``.
+
+        Notes
+        -----
+        Causal masking through the ``-inf`` of the score_mod still computes the scores of the masked
+        pairs; with ``block_mask=create_block_mask(posenc.nn.flex.causal_mask_mod(offset), ...)`` as
+        well, FlexAttention skips the blocks that are masked entirely.
+
+        Examples
+        --------
+        >>> alibi = ALiBiBias(8)
+        >>> mod = alibi.score_mod(offset=2)
+        >>> heads, queries, keys = torch.arange(8)[:, None, None], torch.arange(1)[:, None], torch.arange(6)
+        >>> bool((mod(torch.zeros(()), 0, heads, queries, keys) == alibi(1, 6, offset=2)).all())
+        True
+        """
+        causal = check_flag(causal, "causal")
+        shift = offset_tensor(offset, causal=causal, device=self.slopes.device)
+        slopes = self.slopes
+
+        def alibi(
+            score: torch.Tensor, batch: torch.Tensor, head: torch.Tensor, q_idx: torch.Tensor, kv_idx: torch.Tensor
+        ) -> torch.Tensor:
+            # key position minus query position as an int, as forward computes it, so the bias is the same float32;
+            # in int64, since the int32 indices would take the offset's sum in int32 (0-d tensors do not promote)
+            relative = kv_idx.to(torch.int64) - (q_idx.to(torch.int64) + shift)
+            if not causal:
+                return score + (slopes[head] * (-relative.abs()).to(torch.float32)).to(score.dtype)
+            biased = score + (slopes[head] * relative.to(torch.float32)).to(score.dtype)
+            return torch.where(relative > 0, float("-inf"), biased)
+
+        return alibi
 
     def extra_repr(self) -> str:
         return f"n_heads={self.n_heads}"

@@ -13,7 +13,8 @@ from posenc._validation import (
     check_t5_buckets,
     check_table_size,
 )
-from posenc.nn._checks import offset_as_int
+from posenc.nn._checks import LONG_CONTEXT_HINT, offset_as_int, offset_tensor
+from posenc.nn.flex import ScoreMod
 from posenc.t5 import t5_relative_bucket
 
 __all__ = ["T5RelativeBias"]
@@ -60,6 +61,9 @@ class T5RelativeBias(nn.Module):
     True
     >>> bool((bias(1, 7, offset=torch.tensor(2)) == bias(7)[:, 2:3]).all())  # a static cache of 7 slots
     True
+
+    For long contexts, :meth:`score_mod` gives the same bias to FlexAttention without the tensor
+    (see :mod:`posenc.nn.flex`).
     """
 
     def __init__(
@@ -146,12 +150,85 @@ class T5RelativeBias(nn.Module):
         TypeError
             If a length is not an int, or ``offset`` not an int or 0-d integer tensor.
         ValueError
-            If a length is negative, the bias would exceed ``posenc.MAX_TABLE_ELEMENTS`` elements, or
-            ``|offset| > 2**52``.
+            If a length is negative, the bias would exceed ``posenc.MAX_TABLE_ELEMENTS`` elements (the message
+            then points to :meth:`score_mod`), or ``|offset| > 2**52``.
         """
-        q_len, k_len, offset = check_query_key_lengths(q_len, k_len, offset_as_int(offset), self.n_heads, "n_heads")
+        q_len, k_len, offset = check_query_key_lengths(
+            q_len, k_len, offset_as_int(offset), self.n_heads, "n_heads", hint=LONG_CONTEXT_HINT
+        )
         bias: torch.Tensor = self.relative_attention_bias(self._buckets(q_len, k_len, offset))
         return bias.permute(2, 0, 1)
+
+    def score_mod(self, *, offset: int | torch.Tensor = 0) -> ScoreMod:
+        r"""The bias of :meth:`forward` as a FlexAttention ``score_mod``, computed per score: no bias tensor.
+
+        Parameters
+        ----------
+        offset : int or 0-d integer tensor, default 0
+            Position of query 0: query ``i`` sits at ``offset + i``, key ``j`` at ``j``. ``0`` for a prefill
+            or an encoder (queries and keys the same tokens); the number of cached tokens when decoding
+            (``cache_position[0]``). There is no ``None`` default as in :meth:`forward`, since a
+            ``score_mod`` is not told the lengths. ``|offset| <= 2**52``.
+
+        Returns
+        -------
+        score_mod : posenc.nn.flex.ScoreMod
+            ``score_mod(score, batch, head, q_idx, kv_idx)`` returns ``score + bias[head, q_idx, kv_idx]``
+            with ``bias = self(q_len, k_len, offset=offset)`` for any lengths, cast to the score's dtype.
+            It reads ``relative_attention_bias.weight`` itself, so gradients reach the table, and later
+            updates of the weight (an optimizer step) are seen; it captures a bucket lookup and the offset
+            on the weight's device: move the module first.
+
+        Raises
+        ------
+        TypeError
+            If ``offset`` is not an int or 0-d integer tensor.
+        ValueError
+            If ``|offset| > 2**52``, or ``2 * max_distance + 1`` exceeds ``posenc.MAX_TABLE_ELEMENTS`` (the
+            size of the lookup).
+
+        Notes
+        -----
+        The buckets stay exact integers: no logarithm is evaluated per score. The module computes once
+        the bucket of every relative position in ``[-max_distance, max_distance]`` with
+        :func:`posenc.t5_relative_bucket`, and the score_mod clamps ``kv_idx - (offset + q_idx)`` to
+        that range and reads the bucket there; clamping changes no bucket, since every distance of
+        ``max_distance`` or more is in the last bucket of its side.
+
+        Examples
+        --------
+        >>> bias = T5RelativeBias(4)
+        >>> mod = bias.score_mod(offset=2)
+        >>> heads, queries, keys = torch.arange(4)[:, None, None], torch.arange(3)[:, None], torch.arange(300)
+        >>> bool((mod(torch.zeros(()), 0, heads, queries, keys) == bias(3, 300, offset=2)).all())
+        True
+        """
+        shift = offset_tensor(offset, causal=False, device=self.relative_attention_bias.weight.device)
+        reach = self.max_distance
+        if 2 * reach + 1 > MAX_TABLE_ELEMENTS:
+            raise ValueError(
+                f"score_mod needs a lookup of 2 * max_distance + 1 = {2 * reach + 1} buckets, over the limit of "
+                f"{MAX_TABLE_ELEMENTS}: build the module with a smaller max_distance, or use its dense forward"
+            )
+        lookup = torch.from_numpy(
+            t5_relative_bucket(
+                np.arange(-reach, reach + 1),
+                bidirectional=self.bidirectional,
+                num_buckets=self.num_buckets,
+                max_distance=self.max_distance,
+            )
+        ).to(shift.device)
+        weight = self.relative_attention_bias.weight
+
+        def t5(
+            score: torch.Tensor, batch: torch.Tensor, head: torch.Tensor, q_idx: torch.Tensor, kv_idx: torch.Tensor
+        ) -> torch.Tensor:
+            # relative position j - (offset + i), clamped, is entry relative + reach of the lookup
+            # in int64: the int32 indices would take the offset's sum in int32 (0-d tensors do not promote)
+            index = (kv_idx.to(torch.int64) - (q_idx.to(torch.int64) + shift)).clamp(-reach, reach) + reach
+            return score + weight[lookup[index], head].to(score.dtype)
+
+        return t5
 
     def extra_repr(self) -> str:
         return (
