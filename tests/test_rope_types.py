@@ -342,10 +342,20 @@ def test_the_repr_shows_the_new_fields_when_they_matter():
     assert "original_max_position_embeddings=32" in repr(dynamic)
 
 
-def test_the_module_refuses_what_it_does_not_rotate_yet():
-    """posenc.nn.RotaryEmbedding does not rotate part of a head nor switch longrope lists: refused, not ignored."""
-    with pytest.raises(ValueError, match="partial_rotary_factor"):
-        RotaryEmbedding(16, scaling={"partial_rotary_factor": 0.5})
-    longrope = {"rope_type": "longrope", "short_factor": [1.0] * 8, "long_factor": [2.0] * 8}
-    with pytest.raises(ValueError, match="longrope"):
-        RotaryEmbedding(16, scaling=dict(longrope, original_max_position_embeddings=8, factor=2.0))
+@pytest.mark.parametrize("layout", ["interleaved", "halves"])
+def test_the_module_rotates_part_of_a_head_and_longrope_as_rotate_does(layout):
+    """posenc.nn.RotaryEmbedding against the float64 reference: partial rotary from the factor and from rotary_dim,
+    and longrope on both sides of the trained length (8: 6 positions take the short list, 12 the long one).
+    float64 on both sides, the same float64 frequencies: a few float64 roundings of values of size 1."""
+    longrope = {"rope_type": "longrope", "short_factor": [1.0, 1.5, 2.0, 3.0], "long_factor": [2.0, 4.0, 6.0, 8.0]}
+    longrope.update(original_max_position_embeddings=8, factor=2.0, partial_rotary_factor=0.5)
+    cases = [({"partial_rotary_factor": 0.5}, {}), (None, {"rotary_dim": 6}), (longrope, {})]
+    x = random_tensor(7, (2, 3, 12, 16)).double()
+    for scaling, kwargs in cases:
+        rope = RotaryEmbedding(16, layout=layout, scaling=scaling, **kwargs)
+        for seq, offset in ((6, 0), (6, 2), (12, 0)):
+            part = x[..., :seq, :]
+            expected = rotate(part.numpy(), np.arange(offset, offset + seq), layout=layout, scaling=scaling, **kwargs)
+            got = rope(part, offset=offset).numpy()
+            np.testing.assert_allclose(got, expected, rtol=0, atol=16 * 2.0**-53)
+            np.testing.assert_array_equal(got[..., rope.rotary_dim :], part.numpy()[..., rope.rotary_dim :])
