@@ -192,6 +192,35 @@ def test_longrope_rotation_switches_lists_with_the_sequence_length():
         np.testing.assert_allclose(
             ours, theirs.double().numpy(), rtol=0, atol=rotation_atol(q.numpy(), n_positions, 1e4)
         )
+        module_q, _ = RotaryEmbedding(16, layout="halves", scaling=scaling).rotate_pair(q, q)
+        np.testing.assert_allclose(
+            module_q.double().numpy(), theirs.double().numpy(), rtol=0, atol=rotation_atol(q.numpy(), n_positions, 1e4)
+        )
+
+
+def test_the_module_reproduces_transformers_dynamic_longest_length_seen():
+    """dynamic_length="longest": transformers' dynamic_rope_update, call after call. Trained length 16: a call of
+    40 positions raises the base, one of 20 keeps 40's frequencies, one of 8 resets them, one of 30 raises again.
+    With dynamic_length="call" the call of 20 takes its own frequencies, which the comparison sees."""
+    from transformers import LlamaConfig
+    from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding, apply_rotary_pos_emb
+
+    parameters = {"rope_type": "dynamic", "factor": 4.0, "rope_theta": 10000.0}
+    config = LlamaConfig(
+        hidden_size=32, num_attention_heads=2, head_dim=16, max_position_embeddings=16, rope_parameters=parameters
+    )
+    theirs = LlamaRotaryEmbedding(config)
+    scaling = RopeScaling.from_dict(parameters, max_position_embeddings=16)
+    longest = RotaryEmbedding(16, layout="halves", scaling=scaling, dynamic_length="longest")
+    per_call = RotaryEmbedding(16, layout="halves", scaling=scaling)
+    for n_positions in (10, 40, 20, 8, 30):
+        q = random_tensor(n_positions, (1, 2, n_positions, 16))
+        cos, sin = theirs(q, torch.arange(n_positions)[None])
+        expected, _ = apply_rotary_pos_emb(q, q, cos, sin)
+        atol = rotation_atol(q.numpy(), n_positions, 1e4 * 4.0**2)
+        torch.testing.assert_close(longest(q), expected, rtol=0, atol=atol)
+        if n_positions == 20:
+            assert float((per_call(q) - expected).abs().max()) > 100 * atol
 
 
 def test_longrope_v5_dict_with_factor_and_attention_factor():
