@@ -771,3 +771,20 @@ def test_at_large_positions_posenc_is_the_accurate_one():
     their_error = np.abs(theirs.double().numpy() - exact).max()
     our_error = np.abs(RotaryEmbedding(64, layout="halves")(q, positions=positions).double().numpy() - exact).max()
     assert our_error <= 1e-6 < 1e-3 < their_error
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize(
+    "q_shape, k_shape, kwargs",
+    [
+        ((1, 4, 1, 16), (1, 4, 1, 16), {"offset": 4097}),  # a decode step (rotated side by side in "halves")
+        ((2, 4, 3, 16), (2, 2, 3, 16), {"offset": torch.tensor(5)}),  # grouped-query attention
+        ((2, 4, 3, 16), (2, 4, 3, 16), {"positions": torch.tensor([[0, 1, 2], [7, 8, 9]])}),  # per-row positions
+        ((1, 8192, 16), (1, 8192, 16), {"offset": 3}),  # too large to copy side by side
+    ],
+)
+def test_rotate_pair_equals_two_calls(layout, q_shape, k_shape, kwargs):
+    rope = RotaryEmbedding(16, layout=layout)
+    q, k = random_tensor(20, q_shape), random_tensor(21, k_shape)
+    rotated_q, rotated_k = rope.rotate_pair(q, k, **kwargs)
+    assert torch.equal(rotated_q, rope(q, **kwargs)) and torch.equal(rotated_k, rope(k, **kwargs))

@@ -63,6 +63,9 @@ _DYNAMIC_LENGTHS: tuple[_DynamicLength, ...] = get_args(_DynamicLength)
 _TABLE_ELEMENTS = 2**22
 """Most entries (positions times rotated pairs) of the eager path's cached table: 32 MiB as complex64."""
 
+_JOINED_ELEMENTS = 2**16
+"""Up to this many elements each, :meth:`RotaryEmbedding.rotate_pair` rotates q and k as one tensor (a decode step)."""
+
 _MAX_OFFSET = 2**53
 """Largest ``offset + seq``: positions stay exact integers in float64 up to here."""
 
@@ -424,6 +427,12 @@ class RotaryEmbedding(nn.Module):
         dtype = torch.float64 if q.dtype == torch.float64 else torch.float32
         table, leading = self._table(q, seq_axis, offset, positions, dtype)
         table = _broadcast_table(table, q, seq_axis, leading)
+        joined = self.layout == "halves" and not leading and seq_axis > 0
+        if joined and q.shape == k.shape and q.numel() <= _JOINED_ELEMENTS:
+            # A decode step in the halves layout (three kernels per tensor): q and k side by side make four launches
+            # instead of six; the copy is small. (Interleaved is one complex product per tensor: nothing to save.)
+            both = self._rotate(torch.cat((q, k)), table, dtype)
+            return both[: q.shape[0]], both[q.shape[0] :]
         return self._rotate(q, table, dtype), self._rotate(k, table, dtype)
 
     def _rotate(self, x: torch.Tensor, table: _Table, dtype: torch.dtype) -> torch.Tensor:
@@ -452,15 +461,17 @@ class RotaryEmbedding(nn.Module):
 
 
 def _rotate_interleaved_complex(x: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
-    # view_as_complex needs unit stride on the pair axis, even strides elsewhere and an even storage offset.
-    # A contiguous view at an odd offset (one token sliced out of a fused projection) needs a copy too, which
-    # .contiguous() would not make.
-    if x.storage_offset() % 2 or not (
-        x.is_contiguous() or (x.stride(-1) == 1 and not any(stride % 2 for stride in x.stride()[:-1]))
-    ):
+    # A complex view needs unit stride on the pair axis, even strides elsewhere (Tensor.view(dtype) checks even
+    # those of axes of size 1) and an even storage offset. A contiguous view at an odd offset (one token sliced
+    # out of a fused projection) needs a copy too, which .contiguous() would not make.
+    if x.storage_offset() % 2 or x.stride(-1) != 1 or any(stride % 2 for stride in x.stride()[:-1]):
         x = x.clone(memory_format=torch.contiguous_format)
-    pairs = torch.view_as_complex(torch.unflatten(x, -1, (-1, 2)))
-    return torch.view_as_real(pairs * table).flatten(-2)
+    if x.requires_grad and torch.is_grad_enabled():
+        pairs = torch.view_as_complex(torch.unflatten(x, -1, (-1, 2)))
+        return torch.view_as_real(pairs * table).flatten(-2)
+    # Without autograd (which Tensor.view(dtype) does not support), x.view(complex dtype) reads each pair as one
+    # complex number in one call instead of two, and .view back replaces two more: a decode step is a few calls.
+    return (x.view(table.dtype) * table).view(x.dtype)
 
 
 def _rotate_interleaved_real(x: torch.Tensor, table: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
