@@ -417,6 +417,27 @@ BAD_CALLS = {
     "rotary module infinite batch positions": Bad(
         lambda: RotaryEmbedding(8)(torch.zeros(2, 2, 8), positions=[[0, 1], [0, np.inf]]), ValueError, "positions"
     ),
+    "rotary module odd rotary_dim": Bad(lambda: RotaryEmbedding(8, rotary_dim=3), ValueError, "rotary_dim"),
+    "rotary module rotary_dim over head_dim": Bad(lambda: RotaryEmbedding(8, rotary_dim=10), ValueError, "rotary_dim"),
+    "rotary module float rotary_dim": Bad(lambda: RotaryEmbedding(8, rotary_dim=4.0), TypeError, "rotary_dim"),
+    "rotary module rotary_dim disagreeing with the factor": Bad(
+        lambda: RotaryEmbedding(8, rotary_dim=6, scaling={"partial_rotary_factor": 0.5}), ValueError, "rotary_dim"
+    ),
+    "rotary module partial factor leaving an odd part": Bad(
+        lambda: RotaryEmbedding(10, scaling={"partial_rotary_factor": 0.5}), ValueError, "partial_rotary_factor"
+    ),
+    "rotary module unknown dynamic_length": Bad(
+        lambda: RotaryEmbedding(8, dynamic_length="max"), ValueError, "dynamic_length"
+    ),
+    "rotary module base disagreeing with rope_theta": Bad(
+        lambda: RotaryEmbedding(8, base=10000.0, scaling={"rope_theta": 500000.0}), ValueError, "rope_theta"
+    ),
+    "rotary module pair with keys of another length": Bad(
+        lambda: RotaryEmbedding(8).rotate_pair(torch.zeros(1, 3, 8), torch.zeros(1, 4, 8)), ValueError, "k"
+    ),
+    "rotary module pair with keys not a tensor": Bad(
+        lambda: RotaryEmbedding(8).rotate_pair(torch.zeros(1, 3, 8), np.zeros((1, 3, 8))), TypeError, "k"
+    ),
     "sinusoidal module negative offset": Bad(
         lambda: SinusoidalPositionalEncoding(8)(torch.zeros(1, 3, 8), offset=-1), ValueError, "offset"
     ),

@@ -14,7 +14,7 @@ from posenc_book.bench import format_rotary_report, parse_sizes, positional_enco
 
 @pytest.fixture(scope="module")
 def tiny():
-    return run_rotary((1, 2, 32, 8), repeats=1, long_rows=4, progress=False)
+    return run_rotary((1, 2, 32, 8), repeats=1, long_rows=4, progress=False, decode_shape=(1, 2, 1, 8), decode_steps=3)
 
 
 def test_every_approach_is_timed_and_checked_against_float64(tiny):
@@ -44,13 +44,25 @@ def test_bfloat16_posenc_is_one_rounding_from_exact(tiny):
 
 def test_targets_are_reported_and_the_precision_target_is_met(tiny):
     targets = {target["target"]: target for target in tiny["targets"]}
-    assert len(targets) == 4
+    assert len(targets) == 7
     assert targets["posenc float32 error at positions up to 2**20"]["met"] is True
+
+
+def test_the_decode_step_rotates_q_and_k_at_the_last_position(tiny):
+    """Every decode approach is timed; each rotates to within float32 rounding of the float64 rotation at the last
+    step's position (4098: float32 angles are off by up to 4098 * 2**-24 rad, hence 1e-3 for transformers)."""
+    names = [row["approach"] for row in tiny["decode"]]
+    assert names[0] == "q.clone(), k.clone() (bound)"
+    assert {"posenc rotate_pair, halves", "posenc rotate_pair, interleaved"} <= set(names)
+    assert any(name.startswith("transformers") for name in names)
+    for row in tiny["decode"][1:]:
+        bound = 1e-6 if row["approach"].startswith("posenc") else 1e-3
+        assert row["us"] > 0 and row["max_abs_error"] < bound, row
 
 
 def test_report_names_every_row(tiny):
     report = format_rotary_report(tiny)
-    for row in tiny["approaches"]:
+    for row in (*tiny["approaches"], *tiny["decode"]):
         assert f"| {row['approach']} |" in report
     assert "1 x 2 x 32 x 8" in report
 

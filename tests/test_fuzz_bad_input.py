@@ -399,13 +399,21 @@ SPECS = {
     "posenc.nn.RotaryEmbedding": Spec(
         RotaryEmbedding,
         lambda a: RotaryEmbedding(
-            a["head_dim"], base=a["base"], layout=a["layout"], scaling=a["scaling"], seq_dim=a["seq_dim"]
+            a["head_dim"],
+            base=a["base"],
+            layout=a["layout"],
+            scaling=a["scaling"],
+            seq_dim=a["seq_dim"],
+            rotary_dim=a["rotary_dim"],
+            dynamic_length=a["dynamic_length"],
         ),
         lambda: dict(
             head_dim=8,
             base=10000.0,
             layout="interleaved",
             seq_dim=1,
+            rotary_dim=4,
+            dynamic_length="longest",
             scaling={
                 "rope_type": "llama3",
                 "factor": 8.0,
@@ -421,6 +429,14 @@ SPECS = {
         lambda a: RotaryEmbedding(8, layout="halves")(a["x"], offset=a["offset"], positions=a["positions"]),
         lambda: dict(x=torch.zeros(2, 3, 8), offset=0, positions=torch.tensor([[0.0, 2.5, 7.0], [3.0, 4.0, 5.0]])),
         _check_forward_result,
+    ),
+    "posenc.nn.RotaryEmbedding.rotate_pair": Spec(
+        RotaryEmbedding.rotate_pair,
+        lambda a: RotaryEmbedding(8, layout="halves", rotary_dim=4).rotate_pair(
+            a["q"], a["k"], offset=a["offset"], positions=a["positions"]
+        ),
+        lambda: dict(q=torch.zeros(2, 2, 3, 8), k=torch.zeros(2, 1, 3, 8), offset=0, positions=torch.tensor([1, 2, 3])),
+        lambda out, a: [_check_forward_result(rotated, {"x": a[name]}) for rotated, name in zip(out, "qk")],
     ),
     "posenc.nn.SinusoidalPositionalEncoding": Spec(
         SinusoidalPositionalEncoding,

@@ -192,6 +192,35 @@ def test_longrope_rotation_switches_lists_with_the_sequence_length():
         np.testing.assert_allclose(
             ours, theirs.double().numpy(), rtol=0, atol=rotation_atol(q.numpy(), n_positions, 1e4)
         )
+        module_q, _ = RotaryEmbedding(16, layout="halves", scaling=scaling).rotate_pair(q, q)
+        np.testing.assert_allclose(
+            module_q.double().numpy(), theirs.double().numpy(), rtol=0, atol=rotation_atol(q.numpy(), n_positions, 1e4)
+        )
+
+
+def test_the_module_reproduces_transformers_dynamic_longest_length_seen():
+    """dynamic_length="longest": transformers' dynamic_rope_update, call after call. Trained length 16: a call of
+    40 positions raises the base, one of 20 keeps 40's frequencies, one of 8 resets them, one of 30 raises again.
+    With dynamic_length="call" the call of 20 takes its own frequencies, which the comparison sees."""
+    from transformers import LlamaConfig
+    from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding, apply_rotary_pos_emb
+
+    parameters = {"rope_type": "dynamic", "factor": 4.0, "rope_theta": 10000.0}
+    config = LlamaConfig(
+        hidden_size=32, num_attention_heads=2, head_dim=16, max_position_embeddings=16, rope_parameters=parameters
+    )
+    theirs = LlamaRotaryEmbedding(config)
+    scaling = RopeScaling.from_dict(parameters, max_position_embeddings=16)
+    longest = RotaryEmbedding(16, layout="halves", scaling=scaling, dynamic_length="longest")
+    per_call = RotaryEmbedding(16, layout="halves", scaling=scaling)
+    for n_positions in (10, 40, 20, 8, 30):
+        q = random_tensor(n_positions, (1, 2, n_positions, 16))
+        cos, sin = theirs(q, torch.arange(n_positions)[None])
+        expected, _ = apply_rotary_pos_emb(q, q, cos, sin)
+        atol = rotation_atol(q.numpy(), n_positions, 1e4 * 4.0**2)
+        torch.testing.assert_close(longest(q), expected, rtol=0, atol=atol)
+        if n_positions == 20:
+            assert float((per_call(q) - expected).abs().max()) > 100 * atol
 
 
 def test_longrope_v5_dict_with_factor_and_attention_factor():
@@ -342,10 +371,20 @@ def test_the_repr_shows_the_new_fields_when_they_matter():
     assert "original_max_position_embeddings=32" in repr(dynamic)
 
 
-def test_the_module_refuses_what_it_does_not_rotate_yet():
-    """posenc.nn.RotaryEmbedding does not rotate part of a head nor switch longrope lists: refused, not ignored."""
-    with pytest.raises(ValueError, match="partial_rotary_factor"):
-        RotaryEmbedding(16, scaling={"partial_rotary_factor": 0.5})
-    longrope = {"rope_type": "longrope", "short_factor": [1.0] * 8, "long_factor": [2.0] * 8}
-    with pytest.raises(ValueError, match="longrope"):
-        RotaryEmbedding(16, scaling=dict(longrope, original_max_position_embeddings=8, factor=2.0))
+@pytest.mark.parametrize("layout", ["interleaved", "halves"])
+def test_the_module_rotates_part_of_a_head_and_longrope_as_rotate_does(layout):
+    """posenc.nn.RotaryEmbedding against the float64 reference: partial rotary from the factor and from rotary_dim,
+    and longrope on both sides of the trained length (8: 6 positions take the short list, 12 the long one).
+    float64 on both sides, the same float64 frequencies: a few float64 roundings of values of size 1."""
+    longrope = {"rope_type": "longrope", "short_factor": [1.0, 1.5, 2.0, 3.0], "long_factor": [2.0, 4.0, 6.0, 8.0]}
+    longrope.update(original_max_position_embeddings=8, factor=2.0, partial_rotary_factor=0.5)
+    cases = [({"partial_rotary_factor": 0.5}, {}), (None, {"rotary_dim": 6}), (longrope, {})]
+    x = random_tensor(7, (2, 3, 12, 16)).double()
+    for scaling, kwargs in cases:
+        rope = RotaryEmbedding(16, layout=layout, scaling=scaling, **kwargs)
+        for seq, offset in ((6, 0), (6, 2), (12, 0)):
+            part = x[..., :seq, :]
+            expected = rotate(part.numpy(), np.arange(offset, offset + seq), layout=layout, scaling=scaling, **kwargs)
+            got = rope(part, offset=offset).numpy()
+            np.testing.assert_allclose(got, expected, rtol=0, atol=16 * 2.0**-53)
+            np.testing.assert_array_equal(got[..., rope.rotary_dim :], part.numpy()[..., rope.rotary_dim :])

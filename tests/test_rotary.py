@@ -364,7 +364,8 @@ def test_a_parsed_rope_theta_must_agree_with_the_base():
     np.testing.assert_array_equal(rotate(x, 3, scaling=parsed), rotate(x, 3, base=500000.0, scaling=LINEAR))
     np.testing.assert_array_equal(rotate(x, 3, scaling=LINEAR), rotate(x, 3, base=10000.0, scaling=LINEAR))
     with pytest.raises(ValueError, match="rope_theta"):
-        RotaryEmbedding(8, scaling=parsed)
+        RotaryEmbedding(8, base=10000.0, scaling=parsed)
+    assert RotaryEmbedding(8, scaling=parsed).base == 500000.0 and RotaryEmbedding(8, scaling=LINEAR).base == 10000.0
     np.testing.assert_array_equal(
         rotary_frequencies(8, base=500000.0, scaling=parsed), frequencies(8, base=500000.0) / 4
     )
@@ -584,14 +585,25 @@ def test_a_table_cached_in_inference_mode_serves_a_training_step(layout, by_posi
     torch.testing.assert_close(q.grad, fresh.grad, rtol=0, atol=0)
 
 
-def test_the_cache_is_keyed_on_dtype_and_bounded():
+def test_the_cache_is_keyed_on_dtype_grows_and_is_bounded():
+    """One table per device and dtype, covering positions 0 .. n - 1: a float64 call after a float32 one gets
+    float64 rows; decoding one position at a time grows it geometrically (a few rebuilds, not one per step);
+    positions past the bound are computed directly, and agree with the reference."""
     rope = RotaryEmbedding(16)
     x = random_tensor(2, (3, 16), torch.float64)
-    rope(x.float())  # a complex64 table for offset 0, length 3
+    rope(x.float())  # a complex64 table for offsets 0 .. 2
     np.testing.assert_allclose(rope(x).numpy(), rotate(x.numpy(), 3), rtol=0, atol=4 * EPS64)
-    for offset in range(20):
-        rope(x, offset=offset)
-    assert len(rope._tables) <= RotaryEmbedding._CACHED_TABLES
+    assert sorted(str(dtype) for _, dtype in rope._tables) == ["torch.float32", "torch.float64"]
+    sizes = set()
+    for offset in range(1000):
+        rope(x[:1].float(), offset=offset)
+        sizes.add(rope._tables[(x.device, torch.float32)].shape[0])
+    assert len(sizes) <= 5 and max(sizes) < 2000
+    far = 2**40
+    np.testing.assert_allclose(
+        rope(x, offset=far).numpy(), rotate(x.numpy(), np.arange(far, far + 3.0)), rtol=0, atol=2.0**-30
+    )
+    assert max(table.shape[0] for table in rope._tables.values()) < 2000
 
 
 @settings(max_examples=30)
@@ -759,3 +771,20 @@ def test_at_large_positions_posenc_is_the_accurate_one():
     their_error = np.abs(theirs.double().numpy() - exact).max()
     our_error = np.abs(RotaryEmbedding(64, layout="halves")(q, positions=positions).double().numpy() - exact).max()
     assert our_error <= 1e-6 < 1e-3 < their_error
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize(
+    "q_shape, k_shape, kwargs",
+    [
+        ((1, 4, 1, 16), (1, 4, 1, 16), {"offset": 4097}),  # a decode step (rotated side by side in "halves")
+        ((2, 4, 3, 16), (2, 2, 3, 16), {"offset": torch.tensor(5)}),  # grouped-query attention
+        ((2, 4, 3, 16), (2, 4, 3, 16), {"positions": torch.tensor([[0, 1, 2], [7, 8, 9]])}),  # per-row positions
+        ((1, 8192, 16), (1, 8192, 16), {"offset": 3}),  # too large to copy side by side
+    ],
+)
+def test_rotate_pair_equals_two_calls(layout, q_shape, k_shape, kwargs):
+    rope = RotaryEmbedding(16, layout=layout)
+    q, k = random_tensor(20, q_shape), random_tensor(21, k_shape)
+    rotated_q, rotated_k = rope.rotate_pair(q, k, **kwargs)
+    assert torch.equal(rotated_q, rope(q, **kwargs)) and torch.equal(rotated_k, rope(k, **kwargs))

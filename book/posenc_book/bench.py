@@ -37,7 +37,9 @@ The rotary section rotates one float32 tensor of shape (1, 16, 4096, 64) at posi
 transformers' ``apply_rotary_pos_emb`` (its per-tensor body, with cos/sin precomputed by its Llama model),
 rotary-embedding-torch, a complex multiplication by a float64-accurate table, the same with Meta's float32-angle
 table, and :class:`posenc.nn.RotaryEmbedding` in both layouts, against ``x.clone()``: the medians of
-runs in shuffled rounds, each approach's error against the float64 rotation (:func:`posenc.rotate`), the errors at
+runs in shuffled rounds; one decode step (q and k of shape (1, 32, 1, 128) at a new position each step) with
+transformers' cos/sin and ``apply_rotary_pos_emb`` and with :meth:`posenc.nn.RotaryEmbedding.rotate_pair`;
+each approach's error against the float64 rotation (:func:`posenc.rotate`), the errors at
 positions up to 2**20, and a bfloat16 check.
 """
 
@@ -62,7 +64,7 @@ import numpy as np
 import posenc
 
 # A command-line tool; chapter 6 calls run and the tests call run_rotary at tiny sizes.
-__all__ = ["run", "format_report", "run_rotary", "format_rotary_report", "main"]
+__all__ = ["run", "format_report", "run_rotary", "run_rotary_decode", "format_rotary_report", "main"]
 
 DEFAULT_SIZES = ((2048, 512), (8192, 1024), (65536, 1024))
 BASE = 10000.0
@@ -433,10 +435,19 @@ ROTARY_SHAPE = (1, 16, 4096, 64)
 ROTARY_LONG_POSITIONS = 2**20
 """The error check at large positions rotates rows at the positions just below this one."""
 
+ROTARY_DECODE_SHAPE = (1, 32, 1, 128)
+"""(batch, heads, 1, head_dim) of the float32 queries and keys of one decode step."""
+
+ROTARY_DECODE_START = 4096
+"""The position of the first timed decode step; each step (each call of each approach) is one position later."""
+
 ROTARY_TARGETS = {
-    "posenc interleaved / x.clone()": ("<=", 1.5),
+    "posenc interleaved / x.clone()": ("<=", 1.3),
+    "posenc halves / x.clone()": ("<=", 2.0),
     "transformers / posenc interleaved": (">=", 5.0),
     "transformers / posenc halves": (">=", 1.5),
+    "transformers decode / posenc rotate_pair, halves": (">=", 4.0),
+    "transformers decode / posenc rotate_pair, interleaved": (">=", 4.0),
     "posenc float32 error at positions up to 2**20": ("<=", 1e-6),
 }
 
@@ -518,12 +529,103 @@ def rotary_approaches(x, offset: int = 0) -> dict:
     return approaches
 
 
+def rotary_decode_approaches(q, k) -> dict:
+    """``{name: (step, layout)}``: ``step(position)`` rotates ``q`` and ``k`` ``(batch, heads, 1, head_dim)`` at
+    ``position``, everything a decode step computes included (transformers' cos/sin from its position ids).
+
+    transformers: ``LlamaRotaryEmbedding`` (built once, as a model does) then ``apply_rotary_pos_emb``. posenc:
+    :meth:`posenc.nn.RotaryEmbedding.rotate_pair`, which reads the step's row from its cached table.
+    """
+    import torch
+
+    from posenc.nn import RotaryEmbedding
+
+    head_dim = q.shape[-1]
+    approaches = {"q.clone(), k.clone() (bound)": (lambda position: (q.clone(), k.clone()), None)}
+    if _importable("transformers"):
+        from transformers import LlamaConfig
+        from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding, apply_rotary_pos_emb
+
+        config = LlamaConfig(
+            hidden_size=2 * head_dim,
+            num_attention_heads=2,
+            head_dim=head_dim,
+            max_position_embeddings=2 * ROTARY_DECODE_START,
+            rope_parameters={"rope_type": "default", "rope_theta": BASE},
+        )
+        theirs = LlamaRotaryEmbedding(config)
+
+        def transformers_step(position):
+            cos, sin = theirs(q, torch.tensor([[position]]))
+            return apply_rotary_pos_emb(q, k, cos, sin)
+
+        approaches["transformers cos/sin + apply_rotary_pos_emb"] = (transformers_step, "halves")
+    for layout in ("halves", "interleaved"):
+        rope = RotaryEmbedding(head_dim, layout=layout)
+        approaches[f"posenc rotate_pair, {layout}"] = (
+            lambda position, rope=rope: rope.rotate_pair(q, k, offset=position),
+            layout,
+        )
+    return approaches
+
+
+def run_rotary_decode(shape=ROTARY_DECODE_SHAPE, *, steps: int = 501) -> list[dict]:
+    """Time one decode step of each approach: q and k of ``shape`` at a new position every call.
+
+    Rounds of one step of each approach in shuffled order (fixed seed), as in :func:`run_rotary`; each approach's
+    positions run from ``ROTARY_DECODE_START`` up, one per step (after one warm-up step at the position before).
+    Returns one row per approach: median microseconds, ratio to the two clones, transformers' time over this one,
+    and the largest error of the last step's q and k against the float64 rotation.
+    """
+    q, k = _uniform_tensor(shape, seed=1), _uniform_tensor(shape, seed=2)
+    approaches = rotary_decode_approaches(q, k)
+    for step, _ in approaches.values():
+        step(ROTARY_DECODE_START - 1)
+    times: dict[str, list[float]] = {name: [] for name in approaches}
+    order = list(approaches)
+    shuffler = random.Random(1)
+    for index in range(steps):
+        shuffler.shuffle(order)
+        for name in order:
+            step = approaches[name][0]
+            began = time.perf_counter()
+            step(ROTARY_DECODE_START + index)
+            times[name].append(time.perf_counter() - began)
+    last = np.array([ROTARY_DECODE_START + steps - 1], dtype=np.float64)
+    rows = []
+    for name, (step, layout) in approaches.items():
+        error = None
+        if layout is not None:
+            rotated_q, rotated_k = step(int(last[0]))
+            error = max(
+                _rotation_error(rotated_q, q.double().numpy(), last, layout),
+                _rotation_error(rotated_k, k.double().numpy(), last, layout),
+            )
+        rows.append(
+            {"approach": name, "us": 1e6 * statistics.median(times[name]), "runs": steps, "max_abs_error": error}
+        )
+    clone_us = rows[0]["us"]
+    transformers_us = next((row["us"] for row in rows if row["approach"].startswith("transformers")), None)
+    for row in rows:
+        row["x_clone"] = row["us"] / clone_us
+        row["transformers_x_faster"] = None if transformers_us is None else transformers_us / row["us"]
+    return rows
+
+
 def _rotation_error(rotated, x64: np.ndarray, positions: np.ndarray, layout: str) -> float:
     expected = posenc.rotate(x64, positions, layout=layout)
     return float(np.abs(rotated.double().numpy() - expected).max())
 
 
-def run_rotary(shape=ROTARY_SHAPE, *, repeats: int = 51, long_rows: int = 512, progress: bool = True) -> dict:
+def run_rotary(
+    shape=ROTARY_SHAPE,
+    *,
+    repeats: int = 51,
+    long_rows: int = 512,
+    progress: bool = True,
+    decode_shape=ROTARY_DECODE_SHAPE,
+    decode_steps: int = 501,
+) -> dict:
     """Benchmark the rotary approaches on one float32 tensor; return times, ratios, errors and the checks.
 
     Parameters
@@ -539,12 +641,17 @@ def run_rotary(shape=ROTARY_SHAPE, *, repeats: int = 51, long_rows: int = 512, p
         Rows of the error check at large positions: positions ``2**20 - long_rows`` to ``2**20 - 1``.
     progress : bool, default True
         Whether to report each step on stderr.
+    decode_shape : tuple of int, default (1, 32, 1, 128)
+        ``(batch, heads, 1, head_dim)`` of the queries and keys of the decode step (:func:`run_rotary_decode`).
+    decode_steps : int, default 501
+        Timed decode steps per approach.
 
     Returns
     -------
     results : dict
         ``"approaches"`` (median ms, runs, ratio to ``x.clone()`` and to transformers, max error against the
-        float64 rotation), ``"long_positions"`` (max error of each approach at positions up to 2**20),
+        float64 rotation), ``"decode"`` (the same for one decode step, in microseconds),
+        ``"long_positions"`` (max error of each approach at positions up to 2**20),
         ``"bfloat16"`` (posenc and transformers in bfloat16 against the exact rotation of the bfloat16 input) and
         ``"targets"`` (each target of the brief with its value and whether it is met).
     """
@@ -609,9 +716,20 @@ def run_rotary(shape=ROTARY_SHAPE, *, repeats: int = 51, long_rows: int = 512, p
             "share_equal_to_rounded_exact": float(np.mean(out == rounded)),
         }
 
+    log(f"rotary: decode steps of q and k of shape {tuple(decode_shape)}")
+    decode = run_rotary_decode(decode_shape, steps=decode_steps)
+    decode_by_name = {row["approach"]: row for row in decode}
+
     rows_by_name = {row["approach"]: row for row in rows}
     values = {
         "posenc interleaved / x.clone()": rows_by_name["posenc RotaryEmbedding, interleaved"]["x_clone"],
+        "posenc halves / x.clone()": rows_by_name["posenc RotaryEmbedding, halves"]["x_clone"],
+        "transformers decode / posenc rotate_pair, halves": decode_by_name["posenc rotate_pair, halves"][
+            "transformers_x_faster"
+        ],
+        "transformers decode / posenc rotate_pair, interleaved": decode_by_name["posenc rotate_pair, interleaved"][
+            "transformers_x_faster"
+        ],
         "transformers / posenc interleaved": rows_by_name["posenc RotaryEmbedding, interleaved"][
             "transformers_x_faster"
         ],
@@ -628,6 +746,8 @@ def run_rotary(shape=ROTARY_SHAPE, *, repeats: int = 51, long_rows: int = 512, p
     return {
         "shape": list(shape),
         "approaches": rows,
+        "decode_shape": list(decode_shape),
+        "decode": decode,
         "long_positions": {
             "first": ROTARY_LONG_POSITIONS - long_rows,
             "last": ROTARY_LONG_POSITIONS - 1,
@@ -651,6 +771,19 @@ def format_rotary_report(rotary: dict) -> str:
         error = "" if row["max_abs_error"] is None else _format_error(row["max_abs_error"])
         faster = "" if row["transformers_x_faster"] is None else f"{row['transformers_x_faster']:.1f}"
         lines.append(f"| {row['approach']} | {row['ms']:.2f} | {row['x_clone']:.2f} | {faster} | {error} |")
+    decode_shape = " x ".join(str(size) for size in rotary["decode_shape"])
+    lines += [
+        "",
+        f"One decode step: q and k of shape {decode_shape} at a new position each step (from "
+        f"{ROTARY_DECODE_START}), median of {rotary['decode'][0]['runs']} steps in shuffled rounds",
+        "",
+        "| approach | us | x two clones | transformers / this | max abs error vs float64 |",
+        "| --- | ---: | ---: | ---: | ---: |",
+    ]
+    for row in rotary["decode"]:
+        error = "" if row["max_abs_error"] is None else _format_error(row["max_abs_error"])
+        faster = "" if row["transformers_x_faster"] is None else f"{row['transformers_x_faster']:.1f}"
+        lines.append(f"| {row['approach']} | {row['us']:.1f} | {row['x_clone']:.2f} | {faster} | {error} |")
     long = rotary["long_positions"]
     lines += [
         "",

@@ -25,14 +25,16 @@ def check_embeddings(x: object, d_model: int) -> int:
     return x.shape[1]
 
 
-def check_rotary_input(x: object, head_dim: int) -> int:
-    """Check that ``x`` is a floating ``(..., seq, head_dim)`` tensor and return ``seq``."""
+def check_rotary_input(x: object, head_dim: int, name: str = "x") -> int:
+    """Check that ``x`` is a floating ``(..., seq, head_dim)`` tensor and return ``seq``; messages call it ``name``."""
     if not isinstance(x, torch.Tensor):
-        raise TypeError(f"x must be a torch.Tensor of shape (..., seq, head_dim={head_dim}), got {type(x).__name__}")
+        raise TypeError(
+            f"{name} must be a torch.Tensor of shape (..., seq, head_dim={head_dim}), got {type(x).__name__}"
+        )
     if not x.is_floating_point():
-        raise TypeError(f"x must be a floating-point tensor of shape (..., seq, head_dim), got dtype {x.dtype}")
+        raise TypeError(f"{name} must be a floating-point tensor of shape (..., seq, head_dim), got dtype {x.dtype}")
     if x.ndim < 2 or x.shape[-1] != head_dim:
-        raise ValueError(f"x must have shape (..., seq, head_dim={head_dim}), got {tuple(x.shape)}")
+        raise ValueError(f"{name} must have shape (..., seq, head_dim={head_dim}), got {tuple(x.shape)}")
     return x.shape[-2]
 
 

@@ -1,21 +1,50 @@
 r"""Rotary position embedding (Su et al., 2021) as a module that rotates queries or keys.
 
-The module holds no parameters and no buffers: its frequencies are a float64 NumPy array, and its cos/sin
-tables are computed in float64 for the positions of each call, rounded once to the dtype of the
-computation, and kept in a small cache keyed on everything that determines them.
+*Design.* The frequencies are computed once, in float64, by the NumPy reference (:func:`posenc.rotary_frequencies`)
+and kept as a float64 tensor that is not a buffer (``.to(torch.float16)`` cannot round them, the ``state_dict``
+stays empty). Everything after that is torch, so that the module traces: angles ``position * frequency`` and their
+cosine and sine are computed in float64 and rounded once to the dtype of the computation. Two paths share that
+rule:
+
+- *eager, consecutive positions* (an ``offset``): the cos/sin table of positions ``0 .. n - 1`` is cached per
+  device and dtype, and a call slices rows ``offset .. offset + seq - 1`` out of it; when a call needs more rows
+  the table is rebuilt at least twice as long (up to 2**22 entries; beyond, the direct path).
+  A decode step then costs a slice, not a table (``make bench``: the decode row).
+- *direct*: under ``torch.compile`` and ``torch.export`` (:func:`torch.compiler.is_compiling`), for explicit
+  ``positions``, and for the length-dependent scalings (``"dynamic"``, ``"longrope"``), the float64 angles of the
+  call's own positions are computed in ``forward``. No Python-side state is read or written, a 0-d tensor offset
+  stays a tensor (no ``.item()``), and the sequence length may be symbolic: one graph serves every decode offset
+  and every length.
+
+*Why both.* Measured on this project's 2-core machine while loaded (so only the ratios mean much): one decode
+step of :meth:`RotaryEmbedding.rotate_pair` on q and k of ``(1, 32, 1, 128)`` took 16 us (interleaved) and 27 us
+(halves) from the cached table, against 62 and 83 us when the same step passes ``positions=`` (checked, float64
+angles computed in the call); ``make bench`` compares it with transformers. Under compile the direct computation
+is what keeps one graph for every offset. The alternative, float32 angles, is what transformers and
+rotary-embedding-torch do, and is off by up to ``position * 2**-24`` radians (0.06 at 2**20).
+Devices without float64 (MPS) compute the angles on the CPU and move the rounded tables, as the cached path
+always did (not tested here: the project's machines have no such device).
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Mapping
+from typing import Literal, get_args
 
 import numpy as np
 import torch
 from numpy.typing import ArrayLike, NDArray
 from torch import nn
 
-from posenc._rope import RopeScaling, check_head_dim, inverse_frequencies, parse_scaling
+from posenc._rope import (
+    ROPE_TYPES,
+    RopeScaling,
+    check_head_dim,
+    inverse_frequencies,
+    parse_scaling,
+    resolve_base,
+    rotary_dim_of,
+)
 from posenc._validation import (
     ROTARY_LAYOUTS,
     RotaryLayout,
@@ -28,11 +57,25 @@ from posenc.nn._checks import check_rotary_input, offset_as_int, positions_array
 
 __all__ = ["RotaryEmbedding"]
 
+_DynamicLength = Literal["call", "longest"]
+"""How ``"dynamic"`` scaling picks its length: that of each call, or the longest seen (transformers)."""
+
+_DYNAMIC_LENGTHS: tuple[_DynamicLength, ...] = get_args(_DynamicLength)
+
+_TABLE_ELEMENTS = 2**22
+"""Most entries (positions times rotated pairs) of the eager path's cached table: 32 MiB as complex64."""
+
+_JOINED_ELEMENTS = 2**16
+"""Up to this many elements each, :meth:`RotaryEmbedding.rotate_pair` rotates q and k as one tensor (a decode step)."""
+
 _MAX_OFFSET = 2**53
 """Largest ``offset + seq``: positions stay exact integers in float64 up to here."""
 
 _Table = torch.Tensor | tuple[torch.Tensor, torch.Tensor]
-"""A cached table: complex ``(seq, head_dim // 2)`` (interleaved), or ``[cos | cos]`` and ``sin`` (halves)."""
+"""Complex ``(..., seq, pairs)`` (interleaved, eager), or ``(cos, sin)``: ``[cos | cos]`` for halves, ``cos``
+for interleaved when tracing, and ``sin`` of ``(..., seq, pairs)``."""
+
+_CPU = torch.device("cpu")
 
 
 class RotaryEmbedding(nn.Module):
@@ -41,33 +84,47 @@ class RotaryEmbedding(nn.Module):
     ``x`` is ``(..., seq, head_dim)`` by default (``seq_dim=-2``: ``(batch, heads, seq, head_dim)`` as in
     transformers); give ``seq_dim=1`` for ``(batch, seq, heads, head_dim)`` (Meta's Llama code, flash-attn).
     Positions are an ``offset`` (int or 0-d tensor) or a ``(seq,)``, ``(1, seq)`` or ``(batch, seq)`` tensor
-    such as transformers' ``position_ids``.
+    such as transformers' ``position_ids``. Works under ``torch.compile(fullgraph=True)`` and ``torch.export``
+    with a dynamic sequence length (see the module notes for the design).
 
     Parameters
     ----------
     head_dim : int
-        Features per head, all of them rotated; positive and even.
-    base : float, default 10000.0
-        As in :func:`posenc.rotary_frequencies` (``rope_theta`` in transformers' configs).
+        Features per head; positive, and even unless only part of the head is rotated.
+    base : float or None, default None
+        As in :func:`posenc.rotary_frequencies` (``rope_theta`` in transformers' configs); ``None`` is the
+        scaling's ``"rope_theta"`` if it carries one, else 10000.0.
     layout : {"interleaved", "halves"}, default "interleaved"
         Which features form a rotated pair: ``2i`` and ``2i + 1`` (RoFormer, GPT-J, Meta's Llama code,
-        rotary-embedding-torch) or ``i`` and ``i + head_dim // 2`` (GPT-NeoX, transformers'
+        rotary-embedding-torch) or ``i`` and ``i + rotary_dim // 2`` (GPT-NeoX, transformers'
         ``rotate_half``). See :func:`posenc.rotary_weight_permutation` to move weights between them.
     scaling : RopeScaling, dict or None, default None
-        A transformers-style ``rope_parameters`` dict (``"linear"``, ``"dynamic"``, ``"yarn"``,
-        ``"llama3"``) or the :class:`posenc.RopeScaling` parsed from one, as in
-        :func:`posenc.rotary_frequencies`.
+        A transformers-style ``rope_parameters`` dict (every rope_type of :func:`posenc.rotary_frequencies`:
+        ``"linear"``, ``"dynamic"``, ``"yarn"``, ``"llama3"``, ``"longrope"``), with an optional
+        ``"rope_theta"`` and ``"partial_rotary_factor"``, or the :class:`posenc.RopeScaling` parsed from one.
     seq_dim : int, default -2
         The axis of ``x`` that indexes positions: ``-2`` for ``(..., seq, head_dim)``, ``1`` for
         ``(batch, seq, heads, head_dim)``; any axis but the last (``head_dim``), an int in ``[-16, 15]``
         other than ``-1``, counted from the end when negative. With the wrong axis a batch-first tensor
         is rotated by head index, which no error reveals; :func:`posenc.testing.assert_rotary_uses_sequence_axis`
         catches it.
+    rotary_dim : int or None, default None
+        Partial rotary: rotate the first ``rotary_dim`` features of each head (even, in ``[2, head_dim]``) and
+        pass the others through unchanged (GPT-J's ``rotary_dim``). ``None``: ``int(head_dim *
+        partial_rotary_factor)`` of the scaling (GPT-NeoX's ``rotary_pct``, Phi's ``partial_rotary_factor``),
+        all of ``head_dim`` without one; given with a factor, the two must agree.
+    dynamic_length : {"call", "longest"}, default "call"
+        ``"dynamic"`` scaling only: the frequencies of each call are those of its own length
+        ``max(position) + 1`` (``"call"``), or of the longest length seen so far, reset once a call is within
+        the trained length (``"longest"``: transformers' ``dynamic_rope_update``, to reproduce a transformers
+        model exactly; eager only, as it keeps state between calls).
 
     Attributes
     ----------
     head_dim : int
         Features per head.
+    rotary_dim : int
+        Features rotated per head (the first ones).
     base : float
         The base of the frequencies.
     layout : {"interleaved", "halves"}
@@ -77,9 +134,11 @@ class RotaryEmbedding(nn.Module):
         factor, the resolved defaults and the attention scaling.
     attention_factor : float
         What every rotated feature is multiplied by: ``scaling.attention_scaling``
-        (:func:`posenc.rotary_attention_factor`), 1.0 except for ``"yarn"``.
+        (:func:`posenc.rotary_attention_factor`), 1.0 except for ``"yarn"`` and ``"longrope"``.
     seq_dim : int
         The axis of ``x`` that indexes positions.
+    dynamic_length : {"call", "longest"}
+        How ``"dynamic"`` scaling picks its length.
 
     Notes
     -----
@@ -88,37 +147,40 @@ class RotaryEmbedding(nn.Module):
     positions*: a ``(batch, seq)`` ``positions`` gives row ``b`` of ``x``'s first axis its own positions
     (left padding, packed sequences), shared by every head; its leading axes line up with ``x``'s leading
     axes, as transformers' ``position_ids`` do (not from the right, which would put ``batch`` on ``heads``).
+    :meth:`rotate_pair` rotates queries and keys with one table.
 
     *Precision.* Angles are never formed in float32 or bfloat16: the positions and frequencies are float64,
     so is ``position * frequency``, and its cosine and sine are computed in float64 and rounded once, to
     float64 for a float64 ``x`` and to float32 otherwise. float16 and bfloat16 inputs are rotated in
     float32 and rounded back once. A float32 result is within ``1e-6 * max|x|`` of the float64 rotation
-    at every position up to 2**20 (the tests pin it), where a table built from float32 angles is off by
-    up to ``position * 2**-24`` radians: 0.06 at position 2**20.
+    at every position up to 2**20, eager and compiled (the tests pin both), where a table built from float32
+    angles is off by up to ``position * 2**-24`` radians: 0.06 at position 2**20.
 
-    *The interleaved layout* is computed as one complex multiplication, ``x`` read as complex numbers
-    ``x[2i] + 1j * x[2i + 1]`` times ``exp(1j * angle)`` (Meta's Llama code does the same). *The halves
-    layout* is ``x * [cos | cos]`` plus the two cross terms ``-x[half:] * sin`` and ``x[:half] * sin``
-    added in place: three passes over the tensor and one allocation, where ``rotate_half`` makes five.
+    *The interleaved layout* is computed (eager) as one complex multiplication, ``x`` read as complex numbers
+    ``x[2i] + 1j * x[2i + 1]`` times ``exp(1j * angle)`` (Meta's Llama code does the same), and when tracing
+    as the same products in real arithmetic (compilers handle complex tensors poorly). *The halves layout* is
+    ``x * [cos | cos]`` plus the two cross terms ``-x[half:] * sin`` and ``x[:half] * sin`` added in place:
+    three passes over the tensor and one allocation, where ``rotate_half`` makes five. *Partial rotary* rotates
+    ``x[..., :rotary_dim]`` so (in the halves layout the pairs are ``i`` and ``i + rotary_dim // 2``, as in
+    transformers' GPT-NeoX and Phi) and concatenates the other features unchanged.
 
-    *Tables.* The tables for the last few calls are cached, keyed on the offset and length (or the
-    positions themselves), the device and the dtype, so repeated calls with the same shape reuse them and
-    a new offset never reuses a table built for another (a cache that ignores the offset returns the
-    rotation of the wrong positions: lucidrains/rotary-embedding-torch#11). Tables are built on the CPU
-    (float64 is available there on every platform) and moved to ``x``'s device. The module has no
-    parameters or buffers, so its ``state_dict`` is empty and ``.to(dtype)`` cannot degrade its
-    frequencies.
+    *The cache* holds, per device and dtype, the table of positions ``0 .. n - 1``; a call with an offset reads
+    rows ``offset .. offset + seq - 1``, so a new offset never reuses the rows of another (a cache keyed on the
+    length alone returns the rotation of the wrong positions: lucidrains/rotary-embedding-torch#11). It is built
+    outside ``torch.inference_mode`` and without gradients, so that a table cached in a validation loop serves a
+    training step. The module has no parameters or buffers: its ``state_dict`` is empty.
 
-    *Scalings.* For ``"yarn"`` the result is multiplied by :func:`posenc.rotary_attention_factor`, as
-    transformers multiplies its cos and sin. For ``"dynamic"`` the frequencies of each call are those of
-    the length ``max(position) + 1`` of that call; transformers' ``dynamic_rope_update`` keeps those of the
-    largest length seen so far, until a call within the trained length resets them. Either way, keys cached
-    at an earlier, shorter length were rotated with other frequencies than later queries: an inconsistency
-    of dynamic scaling itself.
+    *Scalings.* For ``"yarn"`` and ``"longrope"`` the result is multiplied by the attention factor, as
+    transformers multiplies its cos and sin. ``"longrope"`` takes its long factors when the call's largest
+    position + 1 exceeds the trained length, as transformers' ``longrope_frequency_update`` does. For
+    ``"dynamic"`` see ``dynamic_length``. Either way, keys cached at an earlier, shorter length were rotated with
+    other frequencies than later queries: an inconsistency of dynamic scaling itself.
 
     References
     ----------
     .. [1] J. Su et al., "RoFormer: Enhanced Transformer with Rotary Position Embedding", arXiv:2104.09864.
+    .. [2] transformers v5.23, ``src/transformers/modeling_rope_utils.py`` (``dynamic_rope_update``) and
+       ``models/gpt_neox/modeling_gpt_neox.py`` (partial rotary).
 
     Examples
     --------
@@ -130,67 +192,158 @@ class RotaryEmbedding(nn.Module):
     True
     >>> len(rope.state_dict()), len(list(rope.parameters()))
     (0, 0)
+    >>> neox = RotaryEmbedding(64, layout="halves", rotary_dim=16)  # rotary_pct = 0.25
+    >>> torch.equal(neox(q)[..., 16:], q[..., 16:])
+    True
     """
-
-    _CACHED_TABLES = 4
 
     def __init__(
         self,
         head_dim: int,
         *,
-        base: float = 10000.0,
+        base: float | None = None,
         layout: RotaryLayout = "interleaved",
         scaling: RopeScaling | Mapping[str, object] | None = None,
         seq_dim: int = -2,
+        rotary_dim: int | None = None,
+        dynamic_length: _DynamicLength = "call",
     ) -> None:
         super().__init__()
-        self.head_dim = check_d_model(head_dim, name="head_dim")
-        self.base = check_real(base, "base", above=1.0)
+        if base is not None:
+            base = check_real(base, "base", above=1.0)
         self.layout = check_choice(layout, "layout", ROTARY_LAYOUTS)
-        self.scaling = parse_scaling(scaling, self.base)
-        check_head_dim(self.head_dim, self.scaling)
+        self.scaling = parse_scaling(scaling, base, partial=True, rope_types=ROPE_TYPES)
+        self.base = resolve_base(base, self.scaling)
+        partial = rotary_dim is not None or self.scaling.partial_rotary_factor != 1.0
+        self.head_dim = check_d_model(head_dim, even=not partial, name="head_dim")
+        self.rotary_dim = _check_rotary_dim(self.head_dim, self.scaling, rotary_dim)
+        check_head_dim(self.rotary_dim, self.scaling, "head_dim" if self.rotary_dim == self.head_dim else "rotary_dim")
         self.attention_factor = self.scaling.attention_scaling
         self.seq_dim = check_int(seq_dim, "seq_dim", minimum=-16, maximum=15)
         if self.seq_dim == -1:
             raise ValueError("seq_dim must not be -1: the last axis of x holds head_dim, the sequence axis is another")
-        # float64 NumPy, not a buffer: .to(torch.float16) must not round the frequencies.
-        self._inv_freq = None if self.scaling.rope_type == "dynamic" else self._frequencies(None)
-        self._tables: OrderedDict[Hashable, _Table] = OrderedDict()
+        self.dynamic_length = check_choice(dynamic_length, "dynamic_length", _DYNAMIC_LENGTHS)
+        # float64 tensors, not buffers: .to(torch.float16) must not round the frequencies.
+        rope_type = self.scaling.rope_type
+        self._inv_freq = self._frequencies(None)
+        self._long_inv_freq = self._frequencies(self._trained_length() + 1.0) if rope_type == "longrope" else None
+        self._exponents = torch.arange(0, self.rotary_dim, 2, dtype=torch.float64) / self.rotary_dim
+        self._length_dependent = rope_type in ("dynamic", "longrope")
+        self._longest = self._trained_length() if rope_type == "dynamic" else 0.0
+        self._tables: dict[tuple[torch.device, torch.dtype], _Table] = {}
 
-    def _frequencies(self, seq_len: float | None) -> NDArray[np.float64]:
-        return inverse_frequencies(self.head_dim, self.base, self.scaling, seq_len)
+    def _frequencies(self, seq_len: float | None) -> torch.Tensor:
+        return torch.from_numpy(inverse_frequencies(self.rotary_dim, self.base, self.scaling, seq_len))
 
-    def _build_table(self, positions: NDArray[np.float64], device: torch.device, dtype: torch.dtype) -> _Table:
-        """The table of float64 ``positions``: complex ``(seq, half)``, or ``[cos | cos]`` and ``sin``."""
-        inv_freq = self._inv_freq
-        if inv_freq is None:  # dynamic: the frequencies depend on the length of this call
-            inv_freq = self._frequencies(float(positions.max()) + 1.0 if positions.size else None)
-        angles = np.multiply.outer(positions, inv_freq)
-        cosines = torch.from_numpy(self.attention_factor * np.cos(angles))
-        sines = torch.from_numpy(self.attention_factor * np.sin(angles))
-        if self.layout == "interleaved":
+    def _trained_length(self) -> float:
+        trained = self.scaling.original_max_position_embeddings
+        return 0.0 if trained is None else float(trained)
+
+    # --- Tables ------------------------------------------------------------------------------------------
+
+    def _inverse_frequencies(self, positions: torch.Tensor, tracing: bool) -> torch.Tensor:
+        """The float64 inverse frequencies of a call at float64 ``positions``, on their device."""
+        device = positions.device
+        rope_type = self.scaling.rope_type
+        if rope_type not in ("dynamic", "longrope"):
+            return self._inv_freq.to(device)
+        trained = self._trained_length()
+        if positions.numel() == 0:
+            length = torch.tensor(trained, dtype=torch.float64, device=device)
+        else:
+            length = positions.max() + 1.0
+        if rope_type == "longrope":
+            assert self._long_inv_freq is not None
+            return torch.where(length > trained, self._long_inv_freq.to(device), self._inv_freq.to(device))
+        if self.dynamic_length == "longest":
+            if tracing:
+                raise NotImplementedError(
+                    "dynamic_length='longest' keeps the longest length between calls, which a compiled or exported "
+                    "graph cannot: use dynamic_length='call' there"
+                )
+            call_length = float(length)
+            if call_length > self._longest:
+                self._longest = call_length
+            elif call_length < trained and self._longest > trained:  # transformers' reset
+                self._longest = trained
+            length = torch.tensor(self._longest, dtype=torch.float64, device=device)
+        # inverse_frequencies' dynamic base, in torch: the length is a tensor (traceable, no .item()).
+        factor = self.scaling.factor
+        length = torch.clamp(length, min=trained)
+        rotary_dim = self.rotary_dim
+        scaled_base = self.base * (factor * length / trained - (factor - 1.0)) ** (rotary_dim / (rotary_dim - 2))
+        return scaled_base ** -self._exponents.to(device)
+
+    def _cos_sin(self, positions: torch.Tensor, dtype: torch.dtype, tracing: bool) -> tuple[torch.Tensor, torch.Tensor]:
+        """cos and sin (times the attention factor) of float64 ``positions (..., seq)``: ``(..., seq, pairs)``."""
+        angles = positions[..., None] * self._inverse_frequencies(positions, tracing)
+        cosines, sines = torch.cos(angles), torch.sin(angles)
+        if self.attention_factor != 1.0:
+            cosines, sines = self.attention_factor * cosines, self.attention_factor * sines
+        return cosines, sines
+
+    def _table_of(self, positions: torch.Tensor, device: torch.device, dtype: torch.dtype, tracing: bool) -> _Table:
+        """The table of float64 ``positions`` (on a float64 device), rounded once to ``dtype`` on ``device``."""
+        cosines, sines = self._cos_sin(positions, dtype, tracing)
+        if self.layout == "interleaved" and not tracing:
             complex_dtype = torch.complex128 if dtype == torch.float64 else torch.complex64
-            table = torch.complex(cosines, sines).to(complex_dtype)
-            return table.to(device)
-        both_cosines = torch.cat((cosines, cosines), dim=-1).to(device=device, dtype=dtype)
-        return both_cosines, sines.to(device=device, dtype=dtype)
+            return torch.complex(cosines, sines).to(device=device, dtype=complex_dtype)
+        if self.layout == "halves":
+            cosines = torch.cat((cosines, cosines), dim=-1)
+        return cosines.to(device=device, dtype=dtype), sines.to(device=device, dtype=dtype)
+
+    def _cached_rows(self, offset: int, seq: int, device: torch.device, dtype: torch.dtype) -> _Table | None:
+        """Rows ``offset .. offset + seq - 1`` of the cached table, grown if needed; None past _TABLE_ELEMENTS."""
+        needed = offset + seq
+        pairs = self.rotary_dim // 2
+        if needed * pairs > _TABLE_ELEMENTS:
+            return None
+        key = (device, dtype)
+        table = self._tables.get(key)
+        rows = 0 if table is None else (table[1] if isinstance(table, tuple) else table).shape[0]
+        if table is None or rows < needed:
+            rows = min(max(needed, 2 * rows, 64), _TABLE_ELEMENTS // pairs)
+            # An ordinary tensor even inside torch.inference_mode() (a validation loop): the cache outlives the
+            # call, and an inference tensor reused by a training step would raise in backward.
+            with torch.inference_mode(False), torch.no_grad():
+                work = _float64_device(device)
+                table = self._table_of(torch.arange(rows, dtype=torch.float64, device=work), device, dtype, False)
+            self._tables[key] = table
+        assert table is not None
+        if isinstance(table, tuple):
+            return table[0][offset:needed], table[1][offset:needed]
+        return table[offset:needed]
 
     def _table(
-        self, key: Hashable, positions: Callable[[], NDArray[np.float64]], device: torch.device, dtype: torch.dtype
-    ) -> _Table:
-        table = self._tables.get(key)
-        if table is None:
-            # Built as an ordinary tensor even inside torch.inference_mode() (a validation loop): the cache
-            # outlives the call, and an inference tensor reused by a later training step at the same length
-            # would raise "Inference tensors cannot be saved for backward".
-            with torch.inference_mode(False):
-                table = self._build_table(positions(), device, dtype)
-            self._tables[key] = table
-            while len(self._tables) > self._CACHED_TABLES:
-                self._tables.popitem(last=False)
+        self, x: torch.Tensor, seq_axis: int, offset: int | torch.Tensor, positions: object, dtype: torch.dtype
+    ) -> tuple[_Table, int]:
+        """The table for ``x`` and the number of leading axes of its positions (0 for an offset)."""
+        tracing = torch.compiler.is_compiling()
+        seq = x.shape[seq_axis]
+        device = x.device
+        work = _float64_device(device)
+        offset = _traced_offset(offset) if tracing else _check_offset(offset, seq)
+        if positions is None:
+            if not tracing and not self._length_dependent:
+                assert isinstance(offset, int)  # _check_offset's result
+                rows = self._cached_rows(offset, seq, device, dtype)
+                if rows is not None:
+                    return rows, 0
+            if isinstance(offset, torch.Tensor):
+                start = offset.to(device=work, dtype=torch.float64)
+                position_tensor = start + torch.arange(seq, dtype=torch.float64, device=work)
+            else:
+                position_tensor = torch.arange(offset, offset + seq, dtype=torch.float64, device=work)
+            return self._table_of(position_tensor, device, dtype, tracing), 0
+        if isinstance(offset, torch.Tensor) or offset != 0:
+            raise ValueError(f"pass offset or positions, not both: got offset={offset} and positions")
+        if tracing:
+            position_tensor = _traced_positions(positions, x, seq_axis).to(device=work, dtype=torch.float64)
         else:
-            self._tables.move_to_end(key)
-        return table
+            position_tensor = torch.from_numpy(_positions_array(positions, x, seq_axis, self.head_dim)).to(work)
+        return self._table_of(position_tensor, device, dtype, tracing), position_tensor.ndim - 1
+
+    # --- Rotation ----------------------------------------------------------------------------------------
 
     def forward(
         self, x: torch.Tensor, *, offset: int | torch.Tensor = 0, positions: torch.Tensor | ArrayLike | None = None
@@ -205,19 +358,22 @@ class RotaryEmbedding(nn.Module):
         offset : int or 0-d integer tensor, default 0
             Position of row 0: row ``r`` sits at ``offset + r``. ``>= 0`` with ``offset + seq <= 2**53``,
             e.g. the number of tokens already in a key/value cache, or a static cache's
-            ``cache_position[0]``.
+            ``cache_position[0]``. A tensor stays a tensor when compiled (one graph for every offset); an
+            int is specialised by Dynamo, so compile with ``dynamic=True`` for one graph (without it, Dynamo
+            makes a second, dynamic graph when the int first changes, and no more).
         positions : (seq,), (1, seq) or (batch, seq) tensor, array_like of real, or None, default None
             The position of each row instead, any finite reals (fractional included); not with an
             ``offset``. A ``(batch, seq)`` tensor (transformers' ``position_ids``) gives each entry of
             ``x``'s first axis its own positions: its leading axes line up with ``x``'s first axes (before
-            ``seq_dim``), each 1 or equal to ``x``'s.
+            ``seq_dim``), each 1 or equal to ``x``'s. A tensor when compiled.
 
         Returns
         -------
         rotated : (..., seq, head_dim) tensor
-            ``x`` rotated, with its shape, dtype and device, and multiplied by ``attention_factor``: the
-            float64 rotation of :func:`posenc.rotate` computed in float32 (float64 for a float64 ``x``) from
-            float64 angles, as *Precision* in the class notes describes. Differentiable in ``x``.
+            ``x`` with its first ``rotary_dim`` features rotated and multiplied by ``attention_factor``, the
+            others unchanged, with ``x``'s shape, dtype and device: the float64 rotation of
+            :func:`posenc.rotate` computed in float32 (float64 for a float64 ``x``) from float64 angles, as
+            *Precision* in the class notes describes. Differentiable in ``x``.
 
         Raises
         ------
@@ -227,63 +383,143 @@ class RotaryEmbedding(nn.Module):
         ValueError
             If ``x`` does not end in ``head_dim`` or has no axis ``seq_dim`` before its last, ``offset`` is
             negative or too large, ``positions`` is not finite, its last axis is not ``seq`` long or its
-            leading axes do not broadcast against ``x``'s, or both ``offset`` and ``positions`` are given.
+            leading axes do not broadcast against ``x``'s, or both ``offset`` and ``positions`` are given
+            (the value checks are skipped when compiling: they would read the tensors' values).
+        NotImplementedError
+            When compiling with ``dynamic_length="longest"``.
         """
         seq_axis = _sequence_axis(x, self.head_dim, self.seq_dim)
-        seq = x.shape[seq_axis]
-        offset = _check_offset(offset, seq)
         dtype = torch.float64 if x.dtype == torch.float64 else torch.float32
-        key: Hashable
-        if positions is None:
-            key = ("offset", offset, seq, x.device, dtype)
-            table = self._table(key, lambda: offset + np.arange(seq, dtype=np.float64), x.device, dtype)
-            leading: tuple[int, ...] = ()
-        else:
-            if offset:
-                raise ValueError(f"pass offset or positions, not both: got offset={offset} and positions")
-            position_array = _positions_array(positions, x, seq_axis, self.head_dim)
-            key = ("positions", position_array.shape, position_array.tobytes(), x.device, dtype)
-            table = self._table(key, lambda: position_array.ravel(), x.device, dtype)
-            leading = position_array.shape[:-1]
-        if leading or seq_axis != x.ndim - 2:
-            # (prod(leading) * seq, width) -> leading, then 1 for each axis before seq, seq, 1 for each after, width
-            shape = (*leading, *(1,) * (seq_axis - len(leading)), seq, *(1,) * (x.ndim - 2 - seq_axis))
-            table = _reshape_table(table, shape)
-        # The casts are skipped, not just no-ops, when x already has the computing dtype: at 16 x 4096 x 64 a
-        # call costs about 1 ms, and each skipped Python-level step saves about 1% of it (make bench).
+        table, leading = self._table(x, seq_axis, offset, positions, dtype)
+        return self._rotate(x, _broadcast_table(table, x, seq_axis, leading), dtype)
+
+    def rotate_pair(
+        self,
+        q: torch.Tensor,
+        k: torch.Tensor,
+        *,
+        offset: int | torch.Tensor = 0,
+        positions: torch.Tensor | ArrayLike | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        r"""Rotate queries and keys at the same positions with one table: ``(self(q, ...), self(k, ...))``.
+
+        Parameters
+        ----------
+        q, k : (..., seq, head_dim) tensor
+            Queries and keys of the same dtype, device, number of axes and ``seq``; their other axes may differ
+            where the table broadcasts (``heads``, for grouped-query attention).
+        offset, positions
+            As in :meth:`forward`.
+
+        Returns
+        -------
+        rotated_q, rotated_k : tuple of tensor
+            As :meth:`forward` returns them, with the shapes of ``q`` and ``k``.
+
+        Raises
+        ------
+        TypeError, ValueError
+            As :meth:`forward`, and ``ValueError`` if ``k`` does not match ``q`` as described.
+        """
+        seq_axis = _sequence_axis(q, self.head_dim, self.seq_dim, "q")
+        _sequence_axis(k, self.head_dim, self.seq_dim, "k")
+        if k.ndim != q.ndim or k.shape[seq_axis] != q.shape[seq_axis] or k.dtype != q.dtype or k.device != q.device:
+            raise ValueError(
+                f"k must have q's number of axes, sequence length, dtype and device: got q {tuple(q.shape)} "
+                f"{q.dtype} on {q.device} and k {tuple(k.shape)} {k.dtype} on {k.device}"
+            )
+        dtype = torch.float64 if q.dtype == torch.float64 else torch.float32
+        table, leading = self._table(q, seq_axis, offset, positions, dtype)
+        table = _broadcast_table(table, q, seq_axis, leading)
+        joined = self.layout == "halves" and not leading and seq_axis > 0
+        if joined and q.shape == k.shape and q.numel() <= _JOINED_ELEMENTS:
+            # A decode step in the halves layout (three kernels per tensor): q and k side by side make four launches
+            # instead of six; the copy is small. (Interleaved is one complex product per tensor: nothing to save.)
+            both = self._rotate(torch.cat((q, k)), table, dtype)
+            return both[: q.shape[0]], both[q.shape[0] :]
+        return self._rotate(q, table, dtype), self._rotate(k, table, dtype)
+
+    def _rotate(self, x: torch.Tensor, table: _Table, dtype: torch.dtype) -> torch.Tensor:
+        # The casts are skipped, not just no-ops, when x already has the computing dtype (make bench: decode).
         computed = x if x.dtype == dtype else x.to(dtype)
-        if isinstance(table, tuple):  # the halves layout
-            rotated = self._rotate_halves(computed, table)
+        rotary_dim = self.rotary_dim
+        head = computed if rotary_dim == self.head_dim else computed[..., :rotary_dim]
+        if self.layout == "halves":
+            assert isinstance(table, tuple)
+            rotated = _rotate_halves(head, table)
+        elif isinstance(table, tuple):
+            rotated = _rotate_interleaved_real(head, table)
         else:
-            rotated = self._rotate_interleaved(computed, table)
+            rotated = _rotate_interleaved_complex(head, table)
+        if rotary_dim != self.head_dim:
+            rotated = torch.cat((rotated, computed[..., rotary_dim:]), dim=-1)
         return rotated if rotated.dtype == x.dtype else rotated.to(x.dtype)
 
-    @staticmethod
-    def _rotate_interleaved(x: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
-        # view_as_complex needs unit stride on the pair axis, even strides elsewhere and an even storage offset.
-        # A contiguous view at an odd offset (one token sliced out of a fused projection) needs a copy too, which
-        # .contiguous() would not make.
-        if x.storage_offset() % 2 or not (
-            x.is_contiguous() or (x.stride(-1) == 1 and not any(stride % 2 for stride in x.stride()[:-1]))
-        ):
-            x = x.clone(memory_format=torch.contiguous_format)
+    def extra_repr(self) -> str:
+        extra = "" if self.seq_dim == -2 else f", seq_dim={self.seq_dim}"
+        if self.rotary_dim != self.head_dim:
+            extra += f", rotary_dim={self.rotary_dim}"
+        if self.dynamic_length != "call":
+            extra += f", dynamic_length={self.dynamic_length!r}"
+        return f"head_dim={self.head_dim}, base={self.base}, layout={self.layout!r}, scaling={self.scaling!r}{extra}"
+
+
+def _rotate_interleaved_complex(x: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
+    # A complex view needs unit stride on the pair axis, even strides elsewhere (Tensor.view(dtype) checks even
+    # those of axes of size 1) and an even storage offset. A contiguous view at an odd offset (one token sliced
+    # out of a fused projection) needs a copy too, which .contiguous() would not make.
+    if x.storage_offset() % 2 or x.stride(-1) != 1 or any(stride % 2 for stride in x.stride()[:-1]):
+        x = x.clone(memory_format=torch.contiguous_format)
+    if x.requires_grad and torch.is_grad_enabled():
         pairs = torch.view_as_complex(torch.unflatten(x, -1, (-1, 2)))
         return torch.view_as_real(pairs * table).flatten(-2)
+    # Without autograd (which Tensor.view(dtype) does not support), x.view(complex dtype) reads each pair as one
+    # complex number in one call instead of two, and .view back replaces two more: a decode step is a few calls.
+    return (x.view(table.dtype) * table).view(x.dtype)
 
-    @staticmethod
-    def _rotate_halves(x: torch.Tensor, table: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
-        # Three passes and one allocation: x * [cos | cos], then the cross terms added into each half in place
-        # (autograd records the in-place updates of this fresh tensor).
-        both_cosines, sines = table
-        half = x.shape[-1] // 2
-        rotated = torch.mul(x, both_cosines)
-        rotated[..., :half].addcmul_(x[..., half:], sines, value=-1)
-        rotated[..., half:].addcmul_(x[..., :half], sines)
-        return rotated
 
-    def extra_repr(self) -> str:
-        seq_dim = "" if self.seq_dim == -2 else f", seq_dim={self.seq_dim}"
-        return f"head_dim={self.head_dim}, base={self.base}, layout={self.layout!r}, scaling={self.scaling!r}{seq_dim}"
+def _rotate_interleaved_real(x: torch.Tensor, table: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+    # The complex product in real arithmetic, for compilers: (a + ib)(c + is) = (ac - bs) + i(as + bc).
+    cosines, sines = table
+    pairs = torch.unflatten(x, -1, (-1, 2))
+    a, b = pairs[..., 0], pairs[..., 1]
+    return torch.stack((a * cosines - b * sines, a * sines + b * cosines), dim=-1).flatten(-2)
+
+
+def _rotate_halves(x: torch.Tensor, table: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+    # Three passes and one allocation: x * [cos | cos], then the cross terms added into each half in place
+    # (autograd records the in-place updates of this fresh tensor).
+    both_cosines, sines = table
+    half = x.shape[-1] // 2
+    rotated = torch.mul(x, both_cosines)
+    rotated[..., :half].addcmul_(x[..., half:], sines, value=-1)
+    rotated[..., half:].addcmul_(x[..., :half], sines)
+    return rotated
+
+
+def _float64_device(device: torch.device) -> torch.device:
+    """Where float64 angles are computed for ``device``: itself, or the CPU for a device without float64 (MPS)."""
+    return _CPU if device.type == "mps" else device
+
+
+def _check_rotary_dim(head_dim: int, scaling: RopeScaling, rotary_dim: object) -> int:
+    """The checked number of rotated features: ``rotary_dim`` if given, else from the partial rotary factor."""
+    from_factor = rotary_dim_of(head_dim, scaling)
+    if rotary_dim is None:
+        if from_factor < 2 or from_factor % 2:
+            raise ValueError(
+                f"int(head_dim * scaling['partial_rotary_factor']) = int({head_dim} * "
+                f"{scaling.partial_rotary_factor}) = {from_factor} rotated features: must be even and >= 2"
+            )
+        return from_factor
+    checked = check_int(rotary_dim, "rotary_dim", minimum=2, maximum=head_dim, even=True)
+    if scaling.partial_rotary_factor != 1.0 and checked != from_factor:
+        raise ValueError(
+            f"rotary_dim = {checked} disagrees with scaling['partial_rotary_factor'] = "
+            f"{scaling.partial_rotary_factor}, which rotates int({head_dim} * {scaling.partial_rotary_factor}) = "
+            f"{from_factor} features: keep one"
+        )
+    return checked
 
 
 def _check_offset(offset: object, seq: int) -> int:
@@ -293,22 +529,56 @@ def _check_offset(offset: object, seq: int) -> int:
     return check_int(offset_as_int(offset), "offset", minimum=0, maximum=_MAX_OFFSET - seq, accepted=accepted)
 
 
-def _sequence_axis(x: object, head_dim: int, seq_dim: int) -> int:
+def _traced_offset(offset: object) -> int | torch.Tensor:
+    """``offset`` when compiling: its type and shape checked, not its value (which a graph does not know)."""
+    if isinstance(offset, torch.Tensor):
+        if offset.is_floating_point() or offset.is_complex() or offset.dtype == torch.bool or offset.ndim != 0:
+            raise TypeError(
+                f"offset must be an int or a 0-d integer tensor, got a tensor {offset.dtype} {offset.shape}"
+            )
+        return offset
+    if isinstance(offset, bool) or not isinstance(offset, int):
+        raise TypeError(f"offset must be an int or a 0-d integer tensor, got {type(offset).__name__}")
+    return offset
+
+
+def _traced_positions(positions: object, x: torch.Tensor, seq_axis: int) -> torch.Tensor:
+    """``positions`` when compiling: a real tensor whose shape fits ``x`` (its values are not read)."""
+    if not isinstance(positions, torch.Tensor) or positions.is_complex() or positions.dtype == torch.bool:
+        raise TypeError("positions must be a real tensor when compiling (or None with an offset)")
+    leading = positions.shape[:-1]
+    if (
+        positions.ndim == 0
+        or positions.shape[-1] != x.shape[seq_axis]
+        or len(leading) > seq_axis
+        or any(n != 1 and n != m for n, m in zip(leading, x.shape))
+    ):
+        raise ValueError(f"positions of shape {tuple(positions.shape)} does not fit x of shape {tuple(x.shape)}")
+    return positions
+
+
+def _sequence_axis(x: object, head_dim: int, seq_dim: int, name: str = "x") -> int:
     """Check ``x`` (a floating tensor ending in ``head_dim``) and return ``seq_dim`` as an axis ``>= 0``."""
-    check_rotary_input(x, head_dim)
+    check_rotary_input(x, head_dim, name)
     assert isinstance(x, torch.Tensor)  # for mypy: check_rotary_input refuses anything else
     if seq_dim == -2:
         return x.ndim - 2
     axis = seq_dim + x.ndim if seq_dim < 0 else seq_dim
     if not 0 <= axis < x.ndim - 1:
         raise ValueError(
-            f"seq_dim={seq_dim} names no axis of x before its last (head_dim): x has shape {tuple(x.shape)}"
+            f"seq_dim={seq_dim} names no axis of {name} before its last (head_dim): {name} has shape {tuple(x.shape)}"
         )
     return axis
 
 
-def _reshape_table(table: _Table, shape: tuple[int, ...]) -> _Table:
-    """The table's rows laid out as ``shape`` (its last axis kept), to broadcast against ``x``."""
+def _broadcast_table(table: _Table, x: torch.Tensor, seq_axis: int, leading: int) -> _Table:
+    """The table ``(*leading, seq, width)`` laid out to broadcast against ``x`` (its last axis kept)."""
+    if not leading and seq_axis == x.ndim - 2:
+        return table
+    first = table[0] if isinstance(table, tuple) else table
+    seq = x.shape[seq_axis]
+    leading_shape = tuple(first.shape[:leading])
+    shape = (*leading_shape, *(1,) * (seq_axis - leading), seq, *(1,) * (x.ndim - 2 - seq_axis))
     if isinstance(table, tuple):  # the last axis named, not -1: a table of an empty sequence has no elements
         return table[0].reshape(*shape, table[0].shape[-1]), table[1].reshape(*shape, table[1].shape[-1])
     return table.reshape(*shape, table.shape[-1])
