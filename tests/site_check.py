@@ -648,6 +648,117 @@ def format_table(reports: list[PageReport]) -> str:
     return "\n".join(lines)
 
 
+# --- Search: every result with an excerpt of the page's text, one search box ----------------------------
+
+SEARCH_WORDS = ("YaRN", "interleaved", "rotary")
+"""Words the search pass looks up: one only the later chapters use, one the early chapters use too, and one
+whose stem ("rotari") occurs nowhere literally, which left Sphinx's excerpts showing the download menu ("....ipynb")."""
+
+# Sphinx's searchtools.js appends the excerpt (``p.context``) once its fetch of the result's page returns, after
+# the list is complete; the pass waits for every item to have one (or for the timeout, then reports the rest).
+_SEARCH_RESULTS_JS = """() => [...document.querySelectorAll("#search-results ul.search li")].map((item) => ({
+  title: (item.querySelector("a") || {}).innerText || "",
+  excerpt: item.querySelector("p.context") ? item.querySelector("p.context").innerText : null,
+  described: item.querySelector(":scope > span") !== null,
+}))"""
+_SEARCH_EXCERPTS_DONE_JS = """() => [...document.querySelectorAll("#search-results ul.search li")]
+  .every((item) => item.querySelector("p.context"))"""
+# The search boxes a reader sees: text fields, and the theme's "Search Ctrl+K" buttons drawn as boxes
+# (.search-button-field); displayed, with a box on the screen (a closed dialog's field has none).
+_VISIBLE_SEARCH_INPUTS_JS = """() => [...document.querySelectorAll(
+    'input[type="search"], input[name="q"], .search-button-field')]
+  .filter((input) => input.getClientRects().length > 0 && getComputedStyle(input).visibility !== "hidden")
+  .length"""
+# An excerpt must be words of the page: at least this many letters, and not a file name (the ".ipynb" of the
+# download menu, or raw notebook JSON) or a row of dots.
+_MIN_EXCERPT_LETTERS = 40
+_NOT_PROSE = re.compile(r"\.ipynb|\"cell_type\"|^[.\s]*$")
+
+
+@dataclass
+class SearchReport:
+    """What searching for ``word`` on ``search.html`` showed: the results and the page's visible search boxes."""
+
+    word: str
+    results: list[dict] = field(default_factory=list)
+    visible_inputs: int = 0
+    failures: list[str] = field(default_factory=list)
+
+    @property
+    def with_excerpt(self) -> int:
+        return sum(excerpt_problem(result["excerpt"]) is None for result in self.results)
+
+
+def excerpt_problem(excerpt: str | None) -> str | None:
+    """Why ``excerpt`` (the text under a search result, ``None`` if there is none) is not an excerpt of prose."""
+    if excerpt is None:
+        return "no excerpt"
+    text = " ".join(excerpt.split())
+    if _NOT_PROSE.search(text):
+        return f"excerpt is not prose: {text[:60]!r}"
+    if sum(character.isalpha() for character in text) < _MIN_EXCERPT_LETTERS:
+        return f"excerpt too short: {text!r}"
+    return None
+
+
+def judge_search(report: SearchReport) -> None:
+    """Fill ``report.failures``: no result, a result without a prose excerpt, more than one search box."""
+    if not report.results:
+        report.failures.append(f"searching for {report.word!r} listed no result")
+    for result in report.results:
+        if result["excerpt"] is None and result.get("described"):
+            continue  # an API object: Sphinx describes it ("Python class, in posenc.nn") instead of an excerpt
+        problem = excerpt_problem(result["excerpt"])
+        if problem:
+            report.failures.append(f"search for {report.word!r}, result {result['title']!r}: {problem}")
+    if report.visible_inputs != 1:
+        report.failures.append(f"the search page shows {report.visible_inputs} search boxes, not one")
+
+
+def check_search(html_dir: Path, words: tuple[str, ...] = SEARCH_WORDS) -> list[SearchReport]:
+    """Search ``html_dir``'s ``search.html`` for each of ``words`` in Chromium, at 1280 px; one report per word.
+
+    A search passes when it lists at least one result, every result shows an excerpt of its page's text
+    (not a file name, raw notebook JSON or dots), and the search page shows exactly one search box (a text
+    field, or the theme's search button drawn as a box).
+    """
+    from playwright.sync_api import Error as PlaywrightError
+    from playwright.sync_api import sync_playwright
+
+    _require_chromium()
+    reports = []
+    with LocalServer(html_dir) as server, _closed_port() as no_proxy, sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=str(CHROMIUM),
+            headless=True,
+            args=[*CHROMIUM_ARGS, f"--proxy-server=http://127.0.0.1:{no_proxy}"],
+        )
+        for word in words:
+            report = SearchReport(word)
+            context = browser.new_context(viewport=DESKTOP_VIEWPORT, service_workers="block")
+            page = context.new_page()
+            page.on(
+                "console",
+                lambda msg, r=report: (
+                    r.failures.append(f"console error: {_console_text(msg)}") if msg.type == "error" else None
+                ),
+            )
+            page.goto(f"{server.origin}/search.html?q={urllib.parse.quote(word)}", wait_until="load")
+            try:
+                page.wait_for_function(_SEARCH_FINISHED_JS, timeout=PAGE_TIMEOUT_MS)
+                with contextlib.suppress(PlaywrightError):  # judged below, result by result
+                    page.wait_for_function(_SEARCH_EXCERPTS_DONE_JS, timeout=10_000)
+                report.results = page.evaluate(_SEARCH_RESULTS_JS)
+            except PlaywrightError as error:
+                report.failures.append(f"search for {word!r} did not finish: {error.message.splitlines()[0]}")
+            report.visible_inputs = page.evaluate(_VISIBLE_SEARCH_INPUTS_JS)
+            judge_search(report)
+            context.close()
+            reports.append(report)
+        browser.close()
+    return reports
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--html", type=Path, default=ROOT / "_build" / "html", help="built site (default _build/html)")
@@ -687,6 +798,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\nFAIL {report.page}:")
         for failure in dict.fromkeys(report.failures):
             print(f"  - {failure}")
+    for search in check_search(args.html):
+        print(
+            f"search for {search.word!r}: {len(search.results)} results, {search.with_excerpt} with an excerpt of "
+            f"the page's text; {search.visible_inputs} visible search box(es) on the search page"
+        )
+        site_failures += search.failures
     for failure in site_failures:
         print(f"FAIL site: {failure}")
     print(f"site check: {len(reports) - len(failed)} passed, {len(failed) + len(site_failures)} failed")

@@ -7,6 +7,8 @@ that the difference is real and not rounding.
 """
 
 import math
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -636,3 +638,95 @@ def test_erratum_37_note_004_code_fails_for_an_odd_d_model(d_model):
         sinusoidal(4, d_model)
     even = d_model + 1
     np.testing.assert_allclose(note_004_torch_code(range(4), even).double().numpy(), table64(range(4), even), atol=1e-6)
+
+
+# --- The page itself: grouped, each entry short with its details folded, no line numbers ----------------
+
+ERRATA_PAGE = Path(__file__).resolve().parent.parent / "book" / "errata.md"
+ENTRY = re.compile(r"^\(errata-(\d\d)\)=\n### (\d+)\. ", re.MULTILINE)
+GROUP = re.compile(r"^\(errata-group-([a-z-]+)\)=\n## ", re.MULTILINE)
+# "line 16", "lines 25–28", "(004, 41; 001, 59–73)": places in the stored note files, which a reader cannot see.
+STORED_LINE = re.compile(r"\blines?\s+\d|\b00[14],\s*\d")
+# A test in this module that belongs to an entry: test_erratum_NN_...
+ERRATUM_TEST = re.compile(r"\btest_erratum_(\d\d)_\w+")
+
+
+def entries_outside_groups(text):
+    """The numbers of the entries of errata page ``text`` that stand before its first ``##`` heading or under a
+    ``##`` heading without an ``(errata-group-...)`` anchor."""
+    parts = re.split(r"^(\(errata-group-[a-z-]+\)=\n)?## .*$", text, flags=re.MULTILINE)
+    # parts: [before the first heading, anchor, body, anchor, body, ...]
+    outside = [parts[0]] + [body for anchor, body in zip(parts[1::2], parts[2::2], strict=True) if not anchor]
+    return [int(match.group(1)) for part in outside for match in ENTRY.finditer(part)]
+
+
+def entries_of(text):
+    """The entries of errata page ``text``: {number: the entry's text up to the next anchor or heading}."""
+    matches = list(ENTRY.finditer(text))
+    entries = {}
+    for match, following in zip(matches, [*matches[1:], None], strict=True):
+        end = following.start() if following else len(text)
+        body = text[match.start() : end]
+        entries[int(match.group(1))] = re.split(r"^\(errata-group-|^## ", body, flags=re.MULTILINE)[0]
+        assert int(match.group(1)) == int(match.group(2)), (
+            f"anchor errata-{match.group(1)} heads entry {match.group(2)}"
+        )
+    return entries
+
+
+def entry_problems(number, entry):
+    """What is wrong with the form of erratum ``number`` (its ``entry`` text): a list of complaints."""
+    problems = []
+    heading, _, rest = entry.partition("\n### ")[2].partition("\n")
+    before_details, fence, details = rest.partition(":::{dropdown}")
+    summary = " ".join(before_details.split())
+    if not fence:
+        problems.append("its details are not in a {dropdown}")
+    if not re.match(r"^Note 00[14]", summary):
+        problems.append("its summary does not start by naming the note it corrects")
+    if len(summary.split()) > 60:
+        problems.append(f"its summary has {len(summary.split())} words (at most 60 stay visible)")
+    for field in ("Note's words", "Problem", "Correction", "Source", "Pinned by"):
+        if f"\n{field}\n: " not in details:
+            problems.append(f"its details have no {field!r} field")
+    if not details.rstrip().endswith(":::"):
+        problems.append("its {dropdown} is not closed at the end of the entry")
+    return problems
+
+
+def test_the_page_form_checks_find_what_they_guard_against():
+    flat = '(errata-07)=\n### 7. A title\n\nNote\'s words\n: "quote" (line 15)\n\nProblem\n: ...\n'
+    problems = entry_problems(7, flat)
+    assert "its details are not in a {dropdown}" in problems
+    assert "its summary does not start by naming the note it corrects" in problems
+    assert STORED_LINE.search(flat) and STORED_LINE.search("| 28 | 004, 41; 001, 59–73 |")
+    assert not STORED_LINE.search("read line by line against the sources; note 001 and note 004")
+    page = "# Errata\n\n(errata-01)=\n### 1. A\n\n(errata-group-x)=\n## X\n\n(errata-02)=\n### 2. B\n\n## Y\n\n"
+    assert entries_outside_groups(page + "(errata-03)=\n### 3. C\n") == [1, 3]
+
+
+def test_every_erratum_is_short_with_its_details_folded():
+    entries = entries_of(ERRATA_PAGE.read_text(encoding="utf-8"))
+    assert sorted(entries) == list(range(1, len(entries) + 1)), "the entries are not numbered 1 ... N"
+    problems = {number: entry_problems(number, entry) for number, entry in entries.items()}
+    assert {number: found for number, found in problems.items() if found} == {}
+
+
+def test_every_erratum_is_in_a_group_and_the_page_names_no_stored_line():
+    text = ERRATA_PAGE.read_text(encoding="utf-8")
+    assert entries_outside_groups(text) == []
+    assert len(GROUP.findall(text)) >= 3, "fewer than three groups"
+    assert [match.group(0) for match in STORED_LINE.finditer(text)] == []
+
+
+def test_every_erratum_test_belongs_to_an_entry_that_names_it():
+    entries = entries_of(ERRATA_PAGE.read_text(encoding="utf-8"))
+    tests = {name for name in globals() if ERRATUM_TEST.fullmatch(name)}
+    assert tests, "no test_erratum_NN_... in this module"
+    for name in tests:
+        number = int(ERRATUM_TEST.fullmatch(name).group(1))
+        assert name in entries.get(number, ""), f"{name} is not named in entry {number} of the errata page"
+    for number, entry in entries.items():
+        for named in ERRATUM_TEST.finditer(entry):
+            assert named.group(0) in tests, f"entry {number} names {named.group(0)}, which does not exist"
+            assert int(named.group(1)) == number, f"entry {number} names {named.group(0)}"

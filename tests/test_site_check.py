@@ -11,7 +11,7 @@ import sysconfig
 from pathlib import Path
 
 import pytest
-from site_check import CHROMIUM, PHONE_WIDTH, alt_text_problem, check_pages, format_table
+from site_check import CHROMIUM, PHONE_WIDTH, alt_text_problem, check_pages, check_search, format_table
 
 pytestmark = pytest.mark.browser
 
@@ -250,3 +250,48 @@ def test_an_api_page_fails_only_for_the_entry_it_lacks(site):
     assert failures == [
         "no entry for posenc.nn.RotaryEmbedding.forward (no element with id 'posenc.nn.RotaryEmbedding.forward')"
     ]
+
+
+# --- The search pass: a stand-in for Sphinx's search page, as it looked before and after the fix -------------
+
+
+def search_page(results, inputs):
+    """A search page whose result list is already complete: ``results`` are (title, excerpt or None) pairs."""
+    items = "".join(
+        f'<li><a href="p.html">{title}</a>' + ("" if excerpt is None else f'<p class="context">{excerpt}</p>') + "</li>"
+        for title, excerpt in results
+    )
+    # A closed search dialog's input (display: none) is not a box the reader sees.
+    dialog = '<div style="display:none"><input type="search" name="q"></div>'
+    return page(
+        f'{inputs}{dialog}<div id="search-results"><h2>Search Results</h2><ul class="search">{items}</ul></div>'
+    )
+
+
+PROSE = "extends the context by changing the wavelengths of the slow pairs and rescaling the attention logits"
+
+
+def _search_site(tmp_path, results, inputs):
+    (tmp_path / "search.html").write_text(search_page(results, inputs))
+    (tmp_path / "favicon.ico").write_bytes(PIXEL_PNG)  # the browser asks for it; a 404 is a console error
+    return check_search(tmp_path, ("YaRN",))[0]
+
+
+def test_search_results_with_dots_a_file_name_or_no_excerpt_fail_and_so_do_three_search_boxes(tmp_path):
+    # Sphinx's field, and the theme's two "Search Ctrl+K" buttons drawn as boxes.
+    three_boxes = '<input type="search" name="q">' + '<button class="search-button-field">Search</button>' * 2
+    results = [("Rotary", "....ipynb..."), ("Bug gallery", None), ("Scaling", f"...{PROSE}...")]
+    report = _search_site(tmp_path, results, three_boxes)
+    assert report.visible_inputs == 3 and report.with_excerpt == 1
+    assert "the search page shows 3 search boxes, not one" in report.failures
+    assert any("'Rotary': excerpt is not prose" in failure for failure in report.failures)
+    assert any("'Bug gallery': no excerpt" in failure for failure in report.failures)
+
+
+def test_search_results_with_prose_excerpts_and_one_search_box_pass(tmp_path):
+    report = _search_site(tmp_path, [("Rotary", f"...{PROSE}..."), ("Scaling", PROSE)], '<input type="search">')
+    assert report.failures == [] and report.with_excerpt == 2 and report.visible_inputs == 1
+
+
+def test_a_search_without_results_fails(tmp_path):
+    assert _search_site(tmp_path, [], '<input type="search">').failures == ["searching for 'YaRN' listed no result"]

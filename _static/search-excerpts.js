@@ -1,0 +1,92 @@
+/*
+ * Search results with an excerpt of the page's own text.
+ *
+ * Jupyter Book adds every _static/*.js to every page; this file only acts on the search page, where Sphinx's
+ * searchtools.js (Sphinx 7.4) defines the global `Search`. For each result it fetches the page's HTML and
+ * Search.makeSearchSummary cuts 240 characters around the first place a search term occurs. Two things go
+ * wrong with this theme:
+ *
+ * - Sphinx takes the text of the element [role="main"]. In pydata-sphinx-theme that is the whole <main>:
+ *   the article's header (the download menu ".ipynb" / ".pdf", the "Contents" list of the page) comes
+ *   before the article, so an excerpt often shows the menu or the list of sections.
+ * - Sphinx looks for the stemmed search terms ("rotari" for "rotary", "interleav" for "interleaved").
+ *   When the stem does not occur literally in the text, it finds nothing and shows the first 240
+ *   characters of <main>: the download menu, "....ipynb".
+ *
+ * Here the excerpt is taken from the article (article.bd-article), or from the anchored element when the
+ * result points into the page (a glossary term or an API entry: its <dt> together with the <dd> that explains
+ * it), around the first word the reader typed, else the first stem, else from the start of the text. Nothing
+ * is loaded from the network.
+ */
+"use strict";
+
+(() => {
+  const ARTICLE = "article.bd-article";
+  const CONTEXT = 120; // characters before the match, as Sphinx; the excerpt is 2 * CONTEXT long
+
+  // The words the reader typed (lower case), from the search page's address: ?q=...
+  const typedWords = () =>
+    (new URLSearchParams(window.location.search).get("q") || "")
+      .toLowerCase()
+      .split(/\s+/)
+      .filter((word) => word.length > 0 && !word.startsWith("-"));
+
+  // The text a reader sees in `element`, without the pilcrow links, scripts and styles.
+  const readableText = (element) => {
+    const copy = element.cloneNode(true);
+    copy.querySelectorAll(".headerlink, script, style").forEach((node) => node.remove());
+    return copy.textContent.replace(/\s+/g, " ").trim();
+  };
+
+  // The text of the fetched page `html` the excerpt comes from: the anchored entry, or the whole article.
+  const pageText = (html, anchor) => {
+    const doc = new DOMParser().parseFromString(html, "text/html");
+    const article = doc.querySelector(ARTICLE) || doc.querySelector('[role="main"]');
+    if (!article) return "";
+    if (anchor) {
+      let target = null;
+      try {
+        target = article.querySelector(anchor);
+      } catch (error) {
+        target = doc.getElementById(decodeURIComponent(anchor.slice(1)));
+      }
+      if (target) {
+        // A <dt> (a glossary term, an API signature) is explained by the <dd> that follows it.
+        const entry = target.closest("dt") || target;
+        const parts = [readableText(entry)];
+        if (entry.tagName === "DT" && entry.nextElementSibling) parts.push(readableText(entry.nextElementSibling));
+        return parts.join(" ");
+      }
+    }
+    return readableText(article);
+  };
+
+  const makeSummary = (html, stems, anchor) => {
+    const text = pageText(html, anchor);
+    if (text === "") return null;
+    const lower = text.toLowerCase();
+    const candidates = [...typedWords(), ...stems].map((term) => term.toLowerCase());
+    let found = -1;
+    for (const term of candidates) {
+      found = lower.indexOf(term);
+      if (found > -1) break;
+    }
+    const start = Math.max((found > -1 ? found : 0) - CONTEXT, 0);
+    const summary = document.createElement("p");
+    summary.classList.add("context");
+    summary.textContent =
+      (start > 0 ? "..." : "") + text.substr(start, 2 * CONTEXT).trim() + (start + 2 * CONTEXT < text.length ? "..." : "");
+    return summary;
+  };
+
+  const install = () => {
+    // `Search` is a top-level const of searchtools.js, which only the search page loads.
+    if (typeof Search === "undefined") return;
+    Search.makeSearchSummary = makeSummary;
+  };
+
+  // This file is loaded in the page's head, before searchtools.js: install once the page has been parsed,
+  // before the search runs (searchtools.js starts it from its own DOMContentLoaded handler, added later).
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", install);
+  else install();
+})();
