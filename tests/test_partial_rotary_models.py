@@ -1,6 +1,6 @@
 """posenc's RotaryEmbedding with partial rotary inside transformers' GPT-NeoX (rotary_pct 0.25) and Phi (0.4).
 
-As in tests/test_llama_positions.py (whose batch, decoding loop and position hand-over are reused): a tiny
+As in tests/test_llama_positions.py (the batch, decoding loop and position hand-over are tests/rotary_swap.py's): a tiny
 random-initialised model runs as transformers ships it and with its rotary replaced by posenc's, built from the
 config's own ``rope_parameters`` dict (``partial_rotary_factor`` and ``rope_theta`` in it, no ``base=`` given).
 GPT-NeoX hands its ``apply_rotary_pos_emb`` whole heads, so posenc rotates the first quarter and passes the rest
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from test_llama_positions import TOLERANCE, PassPositions, decode, left_padded_batch
+from rotary_swap import TOLERANCE, PassPositions, decode, left_padded_batch
 
 from posenc.nn import RotaryEmbedding
 

@@ -209,3 +209,24 @@ def test_bias_offset_none_keeps_the_queries_last():
     assert torch.equal(ALiBiBias(4)(2, 5), ALiBiBias(4)(2, 5, offset=3))
     module = T5RelativeBias(2)
     assert torch.equal(module(2, 5), module(2, 5, offset=3))
+
+
+@pytest.mark.parametrize(
+    "make_bias",
+    [
+        lambda q_len, k_len: ALiBiBias(4)(q_len, k_len, causal=False),
+        lambda q_len, k_len: T5RelativeBias(4)(q_len, k_len),
+        lambda q_len, k_len: T5RelativeBias(4).buckets(q_len, k_len),
+    ],
+    ids=["alibi", "t5", "t5-buckets"],
+)
+@pytest.mark.parametrize(("q_len", "k_len"), [(0, 2**40), (2**40, 0)])
+def test_an_empty_bias_allocates_nothing_of_the_other_length(make_bias, q_len, k_len):
+    """A bias with no query (or no key) is empty whatever the other length: nothing of that length is built.
+
+    The size check passes such a call (0 elements); before the empty case returned first, a 2**40 ``arange``
+    was allocated and the call died in the allocator (found by tests/test_fuzz_bad_input.py).
+    """
+    bias = make_bias(q_len, k_len)
+    assert bias.shape[-2:] == (q_len, k_len)
+    assert bias.numel() == 0

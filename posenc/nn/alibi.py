@@ -110,6 +110,8 @@ class ALiBiBias(nn.Module):
                 "would see no key"
             )
         device = self.slopes.device
+        if not (q_len and k_len):  # an empty bias: allocate nothing of the other length (it may be huge)
+            return torch.zeros(self.n_heads, q_len, k_len, dtype=self.slopes.dtype, device=device)
         # key position minus query position, as an int: a zero distance becomes +0.0, never -0.0
         relative = torch.arange(k_len, device=device)[None, :] - (torch.arange(q_len, device=device) + offset)[:, None]
         if not causal:

@@ -108,10 +108,12 @@ class T5RelativeBias(nn.Module):
     def _buckets(self, q_len: int, k_len: int, offset: int) -> torch.Tensor:
         """:meth:`buckets` for checked lengths and offset."""
         device = self.relative_attention_bias.weight.device
+        if not (q_len and k_len):  # an empty table: allocate nothing of the other length (it may be huge)
+            return torch.zeros(q_len, k_len, dtype=torch.int64, device=device)
         # Buckets depend on j - (offset + i) only: compute them once per distinct relative position, then spread.
         distinct = torch.from_numpy(
             t5_relative_bucket(
-                np.arange(-(q_len - 1), k_len) - offset if q_len and k_len else np.zeros(0, dtype=np.int64),
+                np.arange(-(q_len - 1), k_len) - offset,
                 bidirectional=self.bidirectional,
                 num_buckets=self.num_buckets,
                 max_distance=self.max_distance,
@@ -119,7 +121,7 @@ class T5RelativeBias(nn.Module):
         ).to(device)
         # relative position j - (offset + i) sits at index j - i + q_len - 1 of `distinct`
         index = torch.arange(k_len, device=device)[None, :] - torch.arange(q_len, device=device)[:, None] + q_len - 1
-        return distinct[index] if q_len and k_len else torch.zeros(q_len, k_len, dtype=torch.int64, device=device)
+        return distinct[index]
 
     def forward(
         self, q_len: int, k_len: int | None = None, *, offset: int | torch.Tensor | None = None
