@@ -129,11 +129,12 @@ def test_show_checks_every_open_pyplot_figure_before_showing():
             plt.close(figure)
 
 
-def figure_cells(path):
-    """``(id, source)`` of every code cell of a chapter that carries a figure's caption or alt text."""
+def figure_cells(path, with_tags=False):
+    """``(id, source)`` (and its tags, if ``with_tags``) of every code cell of a chapter that carries a figure's
+    caption or alt text."""
     cells = json.loads(path.read_text())["cells"]
     return [
-        (cell["id"], "".join(cell["source"]))
+        (cell["id"], "".join(cell["source"]), *([cell["metadata"].get("tags", [])] if with_tags else []))
         for cell in cells
         if cell["cell_type"] == "code" and "image" in cell["metadata"].get("mystnb", {})
     ]
@@ -147,6 +148,19 @@ def test_every_figure_of_a_chapter_is_checked_before_it_is_shown(path):
     assert unchecked == [], f"{path.name}: figure cells that do not end with show(): {unchecked}"
     sources = "\n".join("".join(cell["source"]) for cell in json.loads(path.read_text())["cells"])
     assert "plt.show()" not in sources, f"{path.name} calls plt.show(), which skips the legibility check"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda path: path.name)
+def test_the_drawing_code_of_every_figure_is_collapsed_and_the_figure_shown(path):
+    """Drawing is not what the chapters teach: a figure cell's code sits behind a toggle (``hide-input``), and
+    nothing hides its output (``remove-output``, ``remove-cell``, ``hide-output``, ``hide-cell``)."""
+    hiding_the_figure = {"remove-output", "remove-cell", "hide-output", "hide-cell"}
+    wrong = [
+        (cell_id, tags)
+        for cell_id, _, tags in figure_cells(path, with_tags=True)
+        if "hide-input" not in tags or hiding_the_figure & set(tags)
+    ]
+    assert wrong == [], f"{path.name}: figure cells whose code shows, or whose figure hides: {wrong}"
 
 
 def test_the_chapters_have_figures():
