@@ -65,6 +65,18 @@ SITE = {
     "alt_missing.html": page('<article><img src="pixel.png"></article>'),
     "alt_empty.html": page('<article><img src="pixel.png" alt=" "></article>'),
     "alt_file_name.html": page('<article><img src="pixel.png" alt="_images/3f2a9c01de4b5a6b.png"></article>'),
+    # At 1280 px: a code block whose line is wider than its 300 px box scrolls sideways and fails; the same block
+    # collapsed behind a toggle (what hide-input gives) is not seen and passes, and a wide output is only counted.
+    "wide_code.html": page(
+        f'<article><div class="highlight"><pre style="width:300px;overflow-x:auto">x = 1  # {"w" * 100}\ny = 2'
+        "</pre></div></article>"
+    ),
+    "wide_code_collapsed.html": page(
+        f'<article><details><summary>Show code</summary><div class="highlight"><pre style="width:300px;'
+        f'overflow-x:auto">x = 1  # {"w" * 100}</pre></div></details><div class="highlight">'
+        '<pre style="width:300px;overflow-x:auto">fits = True</pre></div><div class="cell_output">'
+        f'<pre style="width:300px;overflow-x:auto">{"9" * 100}</pre></div></article>'
+    ),
     # An API page whose class entry rendered but whose method did not (the method's id is missing).
     "api_missing_entry.html": page('<article><dl><dt id="posenc.nn.RotaryEmbedding">class</dt></dl></article>'),
 }
@@ -89,6 +101,7 @@ EXPECTED_FAILURE = {
     "api_missing_entry.html": "no entry for posenc.nn.RotaryEmbedding.forward",
     "too_wide.html": f"at a {PHONE_WIDTH} px viewport (scrolls sideways); widest element: div.wide-box",
     "long_heading.html": "widest element: h1#long",
+    "wide_code.html": "1 of 1 visible code blocks wider than their box at 1280 px (they scroll sideways): ",
     "alt_missing.html": "image without a real alt text (no alt attribute)",
     "alt_empty.html": "image without a real alt text (empty alt text)",
     "alt_file_name.html": "alt text is a file name: '_images/3f2a9c01de4b5a6b.png'",
@@ -250,3 +263,17 @@ def test_an_api_page_fails_only_for_the_entry_it_lacks(site):
     assert failures == [
         "no entry for posenc.nn.RotaryEmbedding.forward (no element with id 'posenc.nn.RotaryEmbedding.forward')"
     ]
+
+
+def test_a_wide_code_block_is_named_by_its_first_line_and_size(site):
+    reports, _ = site
+    (wide,) = reports["wide_code.html"].wide_code
+    assert wide.endswith("px: x = 1  # " + "w" * 51), wide
+    assert int(wide.split(" > ")[0]) > int(wide.split(" > ")[1].split(" px")[0])
+
+
+def test_a_collapsed_wide_code_block_passes_and_a_wide_output_is_only_counted(site):
+    reports, _ = site
+    report = reports["wide_code_collapsed.html"]
+    assert report.ok, report.failures
+    assert report.wide_code == [] and report.wide_output == 1
