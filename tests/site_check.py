@@ -21,8 +21,8 @@ visit). A page passes when it
 * fits a phone: at a viewport :data:`PHONE_WIDTH` (390) px wide, ``document.documentElement.scrollWidth``
   is at most that width (no sideways scrolling); a page that is wider is reported with its width and the
   element that reaches furthest right (outside any box that scrolls or clips on its own);
-* has no visible code block wider than its box at the desktop width (1280 px): an input code block
-  (``div.highlight pre`` outside a cell's output) that a reader sees, i.e. not collapsed behind a toggle, must
+* has no visible code cell wider than its box at the desktop width (1280 px): a notebook cell's input
+  (``div.cell_input`` ``div.highlight pre``) that a reader sees, i.e. not collapsed behind a toggle, must
   have ``scrollWidth <= clientWidth``, or the reader scrolls sideways inside it to read the code; such blocks
   are counted per page (:attr:`PageReport.wide_code`) and fail, and output blocks that scroll are counted too
   (``wide_output``, reported, not failed);
@@ -335,16 +335,17 @@ async () => {
 }
 """
 
-# At the desktop width: the code blocks a reader sees (not in a collapsed <details>, not display: none) whose
-# text is wider than their box, so that they scroll sideways. Input blocks are div.highlight pre outside a
-# cell's output; output blocks are the pre of div.cell_output. Each wide input block is named by its first line.
+# At the desktop width: the code cells a reader sees (not in a collapsed <details>, not display: none) whose
+# text is wider than their box, so that they scroll sideways. Input blocks are the div.highlight pre of a
+# notebook cell's input (div.cell_input; code blocks of other pages, e.g. docstring examples, are not judged);
+# output blocks are the pre of div.cell_output. Each wide input block is named by its first line.
 _WIDE_CODE_JS = """
 () => {
   const visible = (el) => el.getClientRects().length > 0 && !el.closest("details:not([open])");
   const scrolls = (el) => el.scrollWidth > el.clientWidth + 1;
   const article = document.querySelector("article") || document.querySelector("main") || document.body;
   const blocks = [...article.querySelectorAll("div.highlight pre")].filter(visible);
-  const inputs = blocks.filter(el => !el.closest(".cell_output, .output"));
+  const inputs = blocks.filter(el => el.closest(".cell_input"));
   const outputs = [...article.querySelectorAll("div.cell_output pre")].filter(visible);
   return {
     code_blocks: inputs.length,

@@ -67,15 +67,16 @@ SITE = {
     "alt_file_name.html": page('<article><img src="pixel.png" alt="_images/3f2a9c01de4b5a6b.png"></article>'),
     # At 1280 px: a code block whose line is wider than its 300 px box scrolls sideways and fails; the same block
     # collapsed behind a toggle (what hide-input gives) is not seen and passes, and a wide output is only counted.
+    # Only notebook cells (div.cell_input) are judged.
     "wide_code.html": page(
-        f'<article><div class="highlight"><pre style="width:300px;overflow-x:auto">x = 1  # {"w" * 100}\ny = 2'
-        "</pre></div></article>"
+        f'<article><div class="cell_input"><div class="highlight"><pre style="width:300px;overflow-x:auto">'
+        f"x = 1  # {'w' * 100}\ny = 2</pre></div></div></article>"
     ),
     "wide_code_collapsed.html": page(
-        f'<article><details><summary>Show code</summary><div class="highlight"><pre style="width:300px;'
-        f'overflow-x:auto">x = 1  # {"w" * 100}</pre></div></details><div class="highlight">'
-        '<pre style="width:300px;overflow-x:auto">fits = True</pre></div><div class="cell_output">'
-        f'<pre style="width:300px;overflow-x:auto">{"9" * 100}</pre></div></article>'
+        f'<article><details><summary>Show code</summary><div class="cell_input"><div class="highlight"><pre '
+        f'style="width:300px;overflow-x:auto">x = 1  # {"w" * 100}</pre></div></div></details><div class="cell_input">'
+        '<div class="highlight"><pre style="width:300px;overflow-x:auto">fits = True</pre></div></div>'
+        f'<div class="cell_output"><pre style="width:300px;overflow-x:auto">{"9" * 100}</pre></div></article>'
     ),
     # An API page whose class entry rendered but whose method did not (the method's id is missing).
     "api_missing_entry.html": page('<article><dl><dt id="posenc.nn.RotaryEmbedding">class</dt></dl></article>'),
