@@ -21,6 +21,11 @@ visit). A page passes when it
 * fits a phone: at a viewport :data:`PHONE_WIDTH` (390) px wide, ``document.documentElement.scrollWidth``
   is at most that width (no sideways scrolling); a page that is wider is reported with its width and the
   element that reaches furthest right (outside any box that scrolls or clips on its own);
+* has no visible code cell wider than its box at the desktop width (1280 px): a notebook cell's input
+  (``div.cell_input`` ``div.highlight pre``) that a reader sees, i.e. not collapsed behind a toggle, must
+  have ``scrollWidth <= clientWidth``, or the reader scrolls sideways inside it to read the code; such blocks
+  are counted per page (:attr:`PageReport.wide_code`) and fail, and output blocks that scroll are counted too
+  (``wide_output``, reported, not failed);
 * gives every image in the article a real alt text: present, not blank, and not a file name or hash
   (``_images/abc123.png``, ``../_build/....png``), which a screen reader would read aloud;
 * for a page of the API reference (``book/api/*.rst``), has an element whose ``id`` is each object its
@@ -110,6 +115,8 @@ class PageReport:
     phone_width: int | None = None
     widest_element: str | None = None
     images_without_alt: list[str] = field(default_factory=list)
+    wide_code: list[str] = field(default_factory=list)
+    wide_output: int = 0
     failures: list[str] = field(default_factory=list)
 
     @property
@@ -328,6 +335,27 @@ async () => {
 }
 """
 
+# At the desktop width: the code cells a reader sees (not in a collapsed <details>, not display: none) whose
+# text is wider than their box, so that they scroll sideways. Input blocks are the div.highlight pre of a
+# notebook cell's input (div.cell_input; code blocks of other pages, e.g. docstring examples, are not judged);
+# output blocks are the pre of div.cell_output. Each wide input block is named by its first line.
+_WIDE_CODE_JS = """
+() => {
+  const visible = (el) => el.getClientRects().length > 0 && !el.closest("details:not([open])");
+  const scrolls = (el) => el.scrollWidth > el.clientWidth + 1;
+  const article = document.querySelector("article") || document.querySelector("main") || document.body;
+  const blocks = [...article.querySelectorAll("div.highlight pre")].filter(visible);
+  const inputs = blocks.filter(el => el.closest(".cell_input"));
+  const outputs = [...article.querySelectorAll("div.cell_output pre")].filter(visible);
+  return {
+    code_blocks: inputs.length,
+    wide_code: inputs.filter(scrolls).map(el =>
+      `${el.scrollWidth} > ${el.clientWidth} px: ${(el.textContent || "").split("\\n")[0].trim().slice(0, 60)}`),
+    wide_output: outputs.filter(scrolls).length,
+  };
+}
+"""
+
 _FILE_NAME_ALT = re.compile(r"\S*\.(png|jpe?g|gif|svg|webp|avif)|\S*/\S*|[0-9a-f]{12,}", re.IGNORECASE)
 
 
@@ -466,6 +494,7 @@ def check_pages(
                 declared = "declared icon" if facts["icons"] else "no declared icon, and the default"
                 report.failures.append(f"{declared} {report.icon} {problem}")
             _judge(report, facts, anchors, server.origin, urls[index])
+            _judge_code_width(report, page.evaluate(_WIDE_CODE_JS), page.viewport_size["width"])
             if prev_next:
                 expected_prev = urls[index - 1] if index > 0 else None
                 expected_next = urls[index + 1] if index + 1 < len(urls) else None
@@ -530,6 +559,17 @@ def _report_late_failures(reports: list[PageReport], late: list[str]) -> None:
     if late and reports:
         reports[-1].failed_local_requests += late
         reports[-1].failures += [f"local request failed: {text}" for text in late]
+
+
+def _judge_code_width(report: PageReport, facts: dict, viewport_width: int) -> None:
+    """Fail a page with a visible input code block that scrolls sideways at the desktop width."""
+    report.wide_code = facts["wide_code"]
+    report.wide_output = facts["wide_output"]
+    if report.wide_code:
+        report.failures.append(
+            f"{len(report.wide_code)} of {facts['code_blocks']} visible code blocks wider than their box at "
+            f"{viewport_width} px (they scroll sideways): " + "; ".join(report.wide_code[:3])
+        )
 
 
 def _judge_phone(report: PageReport, facts: dict) -> None:
@@ -619,6 +659,7 @@ def format_table(reports: list[PageReport]) -> str:
         "math typeset",
         "images decoded",
         "no alt",
+        "wide code (output)",
         f"{PHONE_WIDTH} px: width",
         "links (anchors)",
         "external",
@@ -634,6 +675,7 @@ def format_table(reports: list[PageReport]) -> str:
             f"{r.math_typeset}/{r.math_elements}",
             f"{r.images_decoded}/{r.images}",
             str(len(r.images_without_alt)),
+            f"{len(r.wide_code)} ({r.wide_output})",
             "-" if r.phone_width is None else str(r.phone_width),
             f"{r.links_checked} ({r.anchors_checked})",
             str(r.external_links),
@@ -788,6 +830,8 @@ def main(argv: list[str] | None = None) -> int:
         f"elements typeset, {sum(r.images_decoded for r in reports)}/{sum(r.images for r in reports)} images decoded, "
         f"{sum(len(r.images_without_alt) for r in reports)} images without a real alt text, "
         f"{sum((r.phone_width or 0) > PHONE_WIDTH for r in reports)} pages wider than {PHONE_WIDTH} px, "
+        f"{sum(len(r.wide_code) for r in reports)} visible code blocks and {sum(r.wide_output for r in reports)} "
+        f"output blocks wider than their box at {DESKTOP_VIEWPORT['width']} px, "
         f"{sum(r.links_checked for r in reports)} internal links checked ({sum(r.anchors_checked for r in reports)} "
         f"with anchors), {sum(map(len, required_ids.values()))} API reference entries required on "
         f"{len(required_ids)} pages; screenshots in {args.screenshots}"

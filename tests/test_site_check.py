@@ -65,6 +65,19 @@ SITE = {
     "alt_missing.html": page('<article><img src="pixel.png"></article>'),
     "alt_empty.html": page('<article><img src="pixel.png" alt=" "></article>'),
     "alt_file_name.html": page('<article><img src="pixel.png" alt="_images/3f2a9c01de4b5a6b.png"></article>'),
+    # At 1280 px: a code block whose line is wider than its 300 px box scrolls sideways and fails; the same block
+    # collapsed behind a toggle (what hide-input gives) is not seen and passes, and a wide output is only counted.
+    # Only notebook cells (div.cell_input) are judged.
+    "wide_code.html": page(
+        f'<article><div class="cell_input"><div class="highlight"><pre style="width:300px;overflow-x:auto">'
+        f"x = 1  # {'w' * 100}\ny = 2</pre></div></div></article>"
+    ),
+    "wide_code_collapsed.html": page(
+        f'<article><details><summary>Show code</summary><div class="cell_input"><div class="highlight"><pre '
+        f'style="width:300px;overflow-x:auto">x = 1  # {"w" * 100}</pre></div></div></details><div class="cell_input">'
+        '<div class="highlight"><pre style="width:300px;overflow-x:auto">fits = True</pre></div></div>'
+        f'<div class="cell_output"><pre style="width:300px;overflow-x:auto">{"9" * 100}</pre></div></article>'
+    ),
     # An API page whose class entry rendered but whose method did not (the method's id is missing).
     "api_missing_entry.html": page('<article><dl><dt id="posenc.nn.RotaryEmbedding">class</dt></dl></article>'),
 }
@@ -89,6 +102,7 @@ EXPECTED_FAILURE = {
     "api_missing_entry.html": "no entry for posenc.nn.RotaryEmbedding.forward",
     "too_wide.html": f"at a {PHONE_WIDTH} px viewport (scrolls sideways); widest element: div.wide-box",
     "long_heading.html": "widest element: h1#long",
+    "wide_code.html": "1 of 1 visible code blocks wider than their box at 1280 px (they scroll sideways): ",
     "alt_missing.html": "image without a real alt text (no alt attribute)",
     "alt_empty.html": "image without a real alt text (empty alt text)",
     "alt_file_name.html": "alt text is a file name: '_images/3f2a9c01de4b5a6b.png'",
@@ -295,3 +309,17 @@ def test_search_results_with_prose_excerpts_and_one_search_box_pass(tmp_path):
 
 def test_a_search_without_results_fails(tmp_path):
     assert _search_site(tmp_path, [], '<input type="search">').failures == ["searching for 'YaRN' listed no result"]
+
+
+def test_a_wide_code_block_is_named_by_its_first_line_and_size(site):
+    reports, _ = site
+    (wide,) = reports["wide_code.html"].wide_code
+    assert wide.endswith("px: x = 1  # " + "w" * 51), wide
+    assert int(wide.split(" > ")[0]) > int(wide.split(" > ")[1].split(" px")[0])
+
+
+def test_a_collapsed_wide_code_block_passes_and_a_wide_output_is_only_counted(site):
+    reports, _ = site
+    report = reports["wide_code_collapsed.html"]
+    assert report.ok, report.failures
+    assert report.wide_code == [] and report.wide_output == 1

@@ -1,15 +1,46 @@
-"""The book's one matplotlib style and its recurring figures."""
+"""The book's one matplotlib style, the check every figure passes before it is shown, and recurring figures.
+
+A chapter draws with pyplot and ends a figure cell with :func:`show` (not ``plt.show()``): it refuses a figure
+whose text would be too small to read on a phone, or whose PNG would be blurry on a desktop's 2x screen.
+
+The legibility rule. The theme shows a figure at the width of its column: :data:`DISPLAY_WIDTH_PX` (672) CSS
+pixels on a desktop, :data:`PHONE_DISPLAY_WIDTH_PX` (342) on a 390 px phone. A font of ``s`` points in a figure
+``w`` inches wide (as saved: trimmed to its drawing, plus the padding) is then ``s / 72 * 342 / w`` CSS pixels
+tall on the phone, and every text must reach :data:`MIN_TEXT_PX` (8.5): at the book's 12 pt that allows a
+saved figure up to 6.7 inches wide (a 7-inch ``figsize`` trimmed to its drawing), so wider multi-panel figures
+stack their panels instead. (342 px is what Chromium shows at a 390 px viewport; a desktop shows the same figure
+at 672 px, where 8.5 px becomes 16.7 px, the size of the body text.)
+"""
 
 from __future__ import annotations
 
 import matplotlib as mpl
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.text import Text
 
-__all__ = ["BOOK_STYLE", "DISPLAY_WIDTH_PX", "use_book_style", "heatmap"]
+__all__ = [
+    "BOOK_STYLE",
+    "DISPLAY_WIDTH_PX",
+    "MIN_TEXT_PX",
+    "PHONE_DISPLAY_WIDTH_PX",
+    "check_figure",
+    "heatmap",
+    "show",
+    "shown_width_inches",
+    "text_heights_on_phone",
+    "use_book_style",
+]
 
 DISPLAY_WIDTH_PX = 672
 """Width, in CSS pixels, at which the book's theme shows a figure (its content column on a desktop)."""
+
+PHONE_DISPLAY_WIDTH_PX = 342
+"""Width, in CSS pixels, at which the theme shows a figure on a phone 390 px wide (measured in Chromium)."""
+
+MIN_TEXT_PX = 8.5
+"""Smallest font size, in CSS pixels, that a figure's text may have on that phone (about 6.4 pt in print)."""
 
 BOOK_STYLE = {
     "figure.figsize": (7.0, 4.0),
@@ -19,7 +50,9 @@ BOOK_STYLE = {
     # figure.dpi; savefig.dpi is for figures saved by hand.
     "figure.dpi": 220,
     "savefig.dpi": 220,
-    # Larger than matplotlib's 10 pt: a figure shrunk to a phone's width keeps its labels readable.
+    # Larger than matplotlib's 10 pt: a 7-inch figure, saved about 6.4 inches wide, shrunk to a phone's
+    # 342 px keeps its labels at 12 / 72 * 342 / 6.4 = 8.9 CSS px (MIN_TEXT_PX is 8.5). Legends and tick
+    # labels are "medium", 12 pt too: a chapter must not make them smaller (check_figure refuses it).
     "font.size": 12,
     "axes.titlesize": 13,
     "axes.grid": False,
@@ -34,6 +67,107 @@ BOOK_STYLE = {
 def use_book_style() -> None:
     """Apply :data:`BOOK_STYLE` to matplotlib's global rcParams."""
     mpl.rcParams.update(BOOK_STYLE)
+
+
+def shown_width_inches(figure: Figure) -> float:
+    """Width, in inches, of ``figure`` as the inline backend saves it.
+
+    IPython saves a figure with ``bbox_inches="tight"``: trimmed to what is drawn (a legend below the axes
+    included), then padded by ``savefig.pad_inches`` on each side. The width of that image, not the figure's
+    ``figsize``, is what the theme scales to its column.
+
+    Parameters
+    ----------
+    figure : matplotlib Figure
+
+    Returns
+    -------
+    width : float
+        In inches.
+    """
+    figure.draw_without_rendering()
+    tight = figure.get_tightbbox()  # with the renderer savefig uses to trim
+    return float(tight.width) + 2.0 * float(mpl.rcParams["savefig.pad_inches"])
+
+
+def text_heights_on_phone(
+    figure: Figure, *, display_width_px: float = PHONE_DISPLAY_WIDTH_PX
+) -> list[tuple[str, float]]:
+    """Every visible text of ``figure`` with its font size on a phone, in CSS pixels.
+
+    Parameters
+    ----------
+    figure : matplotlib Figure
+    display_width_px : float, default :data:`PHONE_DISPLAY_WIDTH_PX`
+        Width, in CSS pixels, at which the figure is shown.
+
+    Returns
+    -------
+    heights : list of (str, float)
+        ``(text, size)`` for each visible, non-blank text (titles, labels, tick labels, legend entries,
+        annotations, colour-bar ticks), ``size = points / 72 * display_width_px / width`` with ``width``
+        from :func:`shown_width_inches`.
+    """
+    width = shown_width_inches(figure)
+    return [(text.get_text(), size) for text, size in _sizes_on_screen(figure, display_width_px / width)]
+
+
+def _sizes_on_screen(figure: Figure, pixels_per_inch: float) -> list[tuple[Text, float]]:
+    """Each visible, non-blank text of ``figure`` and its font size in CSS pixels at ``pixels_per_inch``."""
+    return [
+        (text, float(text.get_fontsize()) / 72.0 * pixels_per_inch)
+        for text in figure.findobj(Text)
+        if isinstance(text, Text) and text.get_visible() and text.get_text().strip()
+    ]
+
+
+def check_figure(figure: Figure, *, min_text_px: float = MIN_TEXT_PX) -> None:
+    """Raise if ``figure`` would be illegible on a phone or blurry on a desktop's 2x screen.
+
+    Parameters
+    ----------
+    figure : matplotlib Figure
+        Drawn at its own ``dpi``, as the inline backend draws it.
+    min_text_px : float, default :data:`MIN_TEXT_PX`
+        Smallest font size allowed on a phone, in CSS pixels (see :func:`text_heights_on_phone`).
+
+    Raises
+    ------
+    ValueError
+        If some text is smaller than ``min_text_px`` at :data:`PHONE_DISPLAY_WIDTH_PX`, naming the texts, the
+        figure's width and the largest width its smallest font allows; or if the PNG would be narrower than
+        twice :data:`DISPLAY_WIDTH_PX` pixels.
+    """
+    width = shown_width_inches(figure)
+    sizes = _sizes_on_screen(figure, PHONE_DISPLAY_WIDTH_PX / width)
+    small = sorted(((text, size) for text, size in sizes if size < min_text_px), key=lambda pair: pair[1])
+    if small:
+        smallest = float(small[0][0].get_fontsize())
+        widest = smallest / 72.0 * PHONE_DISPLAY_WIDTH_PX / min_text_px
+        shown = ", ".join(f"{text.get_text()!r} ({size:.1f} px)" for text, size in small[:5])
+        raise ValueError(
+            f"figure text too small on a phone: {len(small)} texts under {min_text_px} CSS px at "
+            f"{PHONE_DISPLAY_WIDTH_PX} px, smallest first: {shown}; the figure is {width:.2f} in wide as saved, "
+            f"its smallest font ({smallest:g} pt) needs at most {widest:.2f} in: enlarge the font, narrow the "
+            "figure, or stack its panels"
+        )
+    pixels = width * float(figure.dpi)
+    if pixels < 2 * DISPLAY_WIDTH_PX:
+        raise ValueError(
+            f"figure would be a PNG {pixels:.0f} px wide, under twice the {DISPLAY_WIDTH_PX} px it is shown at "
+            f"(blurry on a 2x screen): raise its dpi ({figure.dpi:g}) to at least {2 * DISPLAY_WIDTH_PX / width:.0f}"
+        )
+
+
+def show() -> None:
+    """Check every open pyplot figure with :func:`check_figure`, then show them (``plt.show()``).
+
+    A chapter ends each figure cell with ``show()``: a figure that fails the check stops the chapter (nbval,
+    the book's build) instead of reaching readers.
+    """
+    for number in plt.get_fignums():
+        check_figure(plt.figure(number))
+    plt.show()
 
 
 def heatmap(table, *, ax=None, title="PE matrix heat map", cmap="copper", colorbar=True):

@@ -1,0 +1,46 @@
+"""posenc_book.tables: the chapters' results tables render as HTML with their cells as given, escaped."""
+
+import re
+
+import pytest
+
+from posenc_book.tables import Table, value_range
+
+
+def test_a_range_is_written_with_an_en_dash_not_a_hyphen():
+    """A hyphen between two numbers reads as a minus sign: "1.66-1.78"."""
+    assert value_range(1.6649, 1.7751) == "1.66–1.78"
+    assert value_range(0.5, 2.0, digits=1) == "0.5–2.0"
+
+
+def test_the_html_table_holds_every_cell_in_order_and_escapes_markup():
+    table = Table(["scheme", "loss"], [["<rotary>", "1.5 (1.4–1.6)"], ["t5 & co", "cannot run"]], caption="a < b")
+    html = table._repr_html_()
+    assert html.startswith('<table class="table posenc-results"><caption>a &lt; b</caption>')
+    assert re.findall(r"<t[hd] style=[^>]*>(.*?)</t[hd]>", html) == [
+        "scheme",
+        "loss",
+        "&lt;rotary&gt;",
+        "1.5 (1.4–1.6)",
+        "t5 &amp; co",
+        "cannot run",
+    ]
+
+
+def test_a_column_of_numbers_is_right_aligned_even_with_a_word_among_them():
+    table = Table(
+        ["design", "params", "vs add"],
+        [["add", "3,152,384", "+0.0%"], ["concat", "cannot run", "+3.1%"], ["x", "12", "-0.5%"]],
+    )
+    html = table._repr_html_()
+    assert html.count('<th style="text-align: left">') == 1 and html.count('<th style="text-align: right">') == 2
+    lines = repr(table).splitlines()
+    assert lines[0] == "design      params  vs add"
+    assert lines[1] == "add      3,152,384   +0.0%"
+    assert all(len(line) == len(lines[0]) for line in lines)
+
+
+@pytest.mark.argument_check
+def test_a_row_of_the_wrong_length_is_refused():
+    with pytest.raises(ValueError, match=r"row 1 has 1 cells, the header 2"):
+        Table(["a", "b"], [["1", "2"], ["3"]])
