@@ -113,7 +113,9 @@ def axial_frequencies(head_dim: int, n_axes: int, *, base: float = 10000.0) -> N
            [0. , 0. , 1. , 0.1]])
     """
     head_dim = check_d_model(head_dim, name="head_dim")
-    n_axes = check_int(n_axes, "n_axes", minimum=1, maximum=head_dim // 2)
+    n_axes = check_int(
+        n_axes, "n_axes", minimum=1, maximum=head_dim // 2, accepted=f"an int in [1, head_dim // 2 = {head_dim // 2}]"
+    )
     base = check_real(base, "base", above=1.0)
     if head_dim % (2 * n_axes):
         raise ValueError(
