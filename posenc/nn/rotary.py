@@ -10,14 +10,14 @@ rule:
   device and dtype, and a call slices rows ``offset .. offset + seq - 1`` out of it; when a call needs more rows
   the table is rebuilt at least twice as long (up to 2**22 entries; beyond, the direct path).
   A decode step then costs a slice, not a table (``make bench``: the decode row).
-- *direct*: under ``torch.compile`` and ``torch.export`` (:func:`torch.compiler.is_compiling`), for explicit
+- *direct*: under ``torch.compile`` and ``torch.export`` (``torch.compiler.is_compiling()``), for explicit
   ``positions``, and for the length-dependent scalings (``"dynamic"``, ``"longrope"``), the float64 angles of the
   call's own positions are computed in ``forward``. No Python-side state is read or written, a 0-d tensor offset
   stays a tensor (no ``.item()``), and the sequence length may be symbolic: one graph serves every decode offset
   and every length.
 
 *Why both.* Measured on this project's 2-core machine while loaded (so only the ratios mean much): one decode
-step of :meth:`RotaryEmbedding.rotate_pair` on q and k of ``(1, 32, 1, 128)`` took 16 us (interleaved) and 27 us
+step of :meth:`~posenc.nn.RotaryEmbedding.rotate_pair` on q and k of ``(1, 32, 1, 128)`` took 16 us (interleaved) and 27 us
 (halves) from the cached table, against 62 and 83 us when the same step passes ``positions=`` (checked, float64
 angles computed in the call); ``make bench`` compares it with transformers. Under compile the direct computation
 is what keeps one graph for every offset. The alternative, float32 angles, is what transformers and
