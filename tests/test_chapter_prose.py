@@ -75,3 +75,18 @@ def test_every_chapter_number_is_a_link(path):
     texts = markdown_sources(path) if path.suffix == ".ipynb" else [path.read_text(encoding="utf-8")]
     unlinked = [ref for text in texts for ref in unlinked_chapter_numbers(text)]
     assert unlinked == [], f"{path.name}: {unlinked} name a chapter by number without linking it"
+
+
+def figure_texts(path):
+    """The captions and alt texts in the cell metadata of notebook ``path`` (``mystnb.figure``/``mystnb.image``)."""
+    texts = []
+    for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+        mystnb = cell["metadata"].get("mystnb", {})
+        texts += [mystnb.get("figure", {}).get("caption", ""), mystnb.get("image", {}).get("alt", "")]
+    return texts
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda path: path.name)
+def test_figures_name_the_formula_not_the_note(path):
+    """A caption or alt text names what is drawn (the formula), never a research note by number."""
+    assert note_mentions(figure_texts(path)) == [], f"{path.name}: a figure's caption or alt text names a note"
