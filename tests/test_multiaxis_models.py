@@ -50,7 +50,7 @@ pytestmark = pytest.mark.usefixtures("quiet_transformers")
 HEAD_DIM = 16
 VIDEO, VISION_START, IMAGE, VISION_END = 97, 98, 99, 100  # special tokens at the top of the tiny vocabulary
 GRID = (1, 4, 6)  # one image of 4 x 6 patches (time, height, width), merged 2 x 2 into 2 x 3 tokens
-INIT = 0.05
+INIT = 0.05  # initializer_range (transformers' default: 0.02), see the module docstring
 IMAGE_TOKENS = GRID[1] * GRID[2] // 4
 PATCH_FEATURES = 3 * 2 * 2 * 2  # channels * temporal_patch_size * patch_size**2
 
@@ -141,10 +141,16 @@ class PassCoordinates(nn.Module):
 
 
 def with_posenc(monkeypatch, family: str, model, frequencies=None, corrupt=None):
-    """``model`` with posenc's M-RoPE (the family's own frequency matrix unless ``frequencies`` is given)."""
+    """``model`` with posenc's M-RoPE: built from the text config's ``rope_parameters`` unless ``frequencies`` given.
+
+    The config does not say which assignment its rotary uses: that is the family's (``FAMILIES``).
+    """
     spec = FAMILIES[family]
     if frequencies is None:
-        frequencies = mrope_frequencies(HEAD_DIM, spec["section"], assignment=spec["assignment"])
+        parameters = model.config.text_config.rope_parameters
+        frequencies = mrope_frequencies(
+            HEAD_DIM, parameters["mrope_section"], assignment=spec["assignment"], base=parameters["rope_theta"]
+        )
     rope = MultiAxisRotaryEmbedding(frequencies, layout="halves")
 
     def apply_posenc(q, k, coordinates, unused, unsqueeze_dim=1):
