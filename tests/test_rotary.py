@@ -797,9 +797,10 @@ def test_ordinary_calls_skip_the_checks_and_rotate_their_own_rows(layout, monkey
     keys, a prefill, a transposed or odd-offset view) take the lean path, which never calls the checks, and rotate
     by the rows of their own positions: within 1e-6 * max|x| (the float32 promise; each output is two float32
     products of a float32-rounded table, a few units of 2**-24) of the float64 rotation. Rows of another position
-    would be off by about |x|. forward and rotate_pair agree bit for bit (the same products in the same order)."""
+    would be off by about |x|. forward and rotate_pair agree bit for bit (the same products in the same order,
+    whether the halves are swapped by a copy, by torch.roll or by out= products)."""
     rope = RotaryEmbedding(16, layout=layout)
-    rope(random_tensor(30, (1, 1, 300, 16)))  # caches the table of positions 0 .. 299 at least
+    rope(random_tensor(30, (1, 1, 1200, 16)))  # caches the table of positions 0 .. 1199 at least
 
     def checked_path(*args, **kwargs):
         raise AssertionError("an ordinary call took the checked path")
@@ -810,6 +811,7 @@ def test_ordinary_calls_skip_the_checks_and_rotate_their_own_rows(layout, monkey
         (random_tensor(32, (1, 4, 1, 16)), random_tensor(33, (1, 4, 1, 16)), 257),  # a decode step
         (random_tensor(34, (1, 4, 1, 16)), random_tensor(35, (1, 2, 1, 16)), 258),  # grouped-query attention
         (random_tensor(36, (2, 4, 5, 16)), random_tensor(37, (2, 4, 5, 16)), 3),  # a prefill
+        (random_tensor(40, (1, 4, 1100, 16)), random_tensor(41, (1, 4, 1100, 16)), 5),  # a long one (out= products)
         (random_tensor(38, (1, 5, 4, 16)).transpose(1, 2), random_tensor(39, (1, 4, 5, 16)), 7),  # transposed
         (fused[..., 1:17], fused[..., 17:33], 100),  # sliced out of a fused projection, odd storage offset
     ]

@@ -550,14 +550,21 @@ def _rotate_interleaved_real(x: torch.Tensor, table: tuple[torch.Tensor, torch.T
 
 
 def _rotate_halves(x: torch.Tensor, table: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
-    # Three passes and one allocation, each over whole rows: the halves swapped, [x2 | x1] (the one copy), times
-    # [-sin | sin] in place, plus x * [cos | cos] in place (autograd records the in-place updates of this fresh
-    # tensor). Updating each half in place instead runs over 32-float strips of 64-float rows, which PyTorch's CPU
-    # kernels handle at a third of the speed (make bench: the halves prefill row).
+    # x * [cos | cos] + [x2 | x1] * [-sin | sin], in one allocation, the sum over whole rows: the last pass, three
+    # operands, runs at full speed, where updating each half in place (two passes of three operands over 32-float
+    # strips of 64-float rows) runs PyTorch's CPU kernels at a third of it (make bench: the halves prefill row).
+    # The cross terms are written into the two halves by out= products (two operands each; autograd and
+    # compilers do not take out=), else the halves are swapped by a copy and multiplied in place, which reads and
+    # writes the tensor once more. Either way the same products are rounded and added in the same order.
     both_cosines, signed_sines = table
     half = x.shape[-1] // 2
-    rotated = torch.cat((x[..., half:], x[..., :half]), dim=-1)
-    rotated.mul_(signed_sines)
+    if x.numel() <= _JOINED_ELEMENTS or (x.requires_grad and torch.is_grad_enabled()) or torch.compiler.is_compiling():
+        rotated = torch.cat((x[..., half:], x[..., :half]), dim=-1)
+        rotated.mul_(signed_sines)
+    else:
+        rotated = torch.empty_like(x)
+        torch.mul(x[..., half:], signed_sines[..., :half], out=rotated[..., :half])
+        torch.mul(x[..., :half], signed_sines[..., half:], out=rotated[..., half:])
     return rotated.addcmul_(x, both_cosines)
 
 
