@@ -40,6 +40,7 @@ from posenc import (
     translation_matrix,
 )
 from posenc.nn import RotaryEmbedding
+from posenc.nn import rotary as rotary_module
 
 # The parity tests below build transformers configs, whose logger talks about their fields.
 pytestmark = pytest.mark.usefixtures("quiet_transformers")
@@ -788,3 +789,35 @@ def test_rotate_pair_equals_two_calls(layout, q_shape, k_shape, kwargs):
     q, k = random_tensor(20, q_shape), random_tensor(21, k_shape)
     rotated_q, rotated_k = rope.rotate_pair(q, k, **kwargs)
     assert torch.equal(rotated_q, rope(q, **kwargs)) and torch.equal(rotated_k, rope(k, **kwargs))
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_ordinary_calls_skip_the_checks_and_rotate_their_own_rows(layout, monkeypatch):
+    """Once the cached table covers them, ordinary float32 calls with an int offset (a decode step, grouped-query
+    keys, a prefill, a transposed or odd-offset view) take the lean path, which never calls the checks, and rotate
+    by the rows of their own positions: within 1e-6 * max|x| (the float32 promise; each output is two float32
+    products of a float32-rounded table, a few units of 2**-24) of the float64 rotation. Rows of another position
+    would be off by about |x|. forward and rotate_pair agree bit for bit (the same products in the same order,
+    whether the halves are swapped by a copy, by torch.roll or by out= products)."""
+    rope = RotaryEmbedding(16, layout=layout)
+    rope(random_tensor(30, (1, 1, 1200, 16)))  # caches the table of positions 0 .. 1199 at least
+
+    def checked_path(*args, **kwargs):
+        raise AssertionError("an ordinary call took the checked path")
+
+    monkeypatch.setattr(rotary_module, "_sequence_axis", checked_path)
+    fused = random_tensor(31, (1, 4, 1, 40))
+    cases = [
+        (random_tensor(32, (1, 4, 1, 16)), random_tensor(33, (1, 4, 1, 16)), 257),  # a decode step
+        (random_tensor(34, (1, 4, 1, 16)), random_tensor(35, (1, 2, 1, 16)), 258),  # grouped-query attention
+        (random_tensor(36, (2, 4, 5, 16)), random_tensor(37, (2, 4, 5, 16)), 3),  # a prefill
+        (random_tensor(40, (1, 4, 1100, 16)), random_tensor(41, (1, 4, 1100, 16)), 5),  # a long one (out= products)
+        (random_tensor(38, (1, 5, 4, 16)).transpose(1, 2), random_tensor(39, (1, 4, 5, 16)), 7),  # transposed
+        (fused[..., 1:17], fused[..., 17:33], 100),  # sliced out of a fused projection, odd storage offset
+    ]
+    for q, k, offset in cases:
+        positions = np.arange(offset, offset + q.shape[-2], dtype=np.float64)
+        for x, rotated in zip((q, k), rope.rotate_pair(q, k, offset=offset)):
+            exact = rotate(x.double().numpy(), positions, layout=layout)
+            assert np.abs(rotated.double().numpy() - exact).max() <= 1e-6 * np.abs(exact).max()
+            assert torch.equal(rotated, rope(x, offset=offset))

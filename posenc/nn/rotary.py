@@ -17,13 +17,15 @@ rule:
   and every length.
 
 *Why both.* Measured on this project's 2-core machine while loaded (so only the ratios mean much): one decode step
-of :meth:`~posenc.nn.RotaryEmbedding.rotate_pair` on q and k of ``(1, 32, 1, 128)`` took 16 us (interleaved) and 27
-us (halves) from the cached table, against 62 and 83 us when the same step passes ``positions=`` (checked, float64
-angles computed in the call); ``make bench`` compares it with transformers. Under compile the direct computation is
-what keeps one graph for every offset. The alternative, float32 angles, is what transformers and
-rotary-embedding-torch do, and is off by up to ``position * 2**-24`` radians (0.06 at 2**20). Devices without
-float64 (MPS) compute the angles on the CPU and move the rounded tables, as the cached path always did (not tested
-here: the project's machines have no such device).
+of :meth:`~posenc.nn.RotaryEmbedding.rotate_pair` on q and k of ``(1, 32, 1, 128)`` took 26 us (interleaved) and 37
+us (halves) from the cached table, against 112 and 135 us when the same step passes ``positions=`` (checked, float64
+angles computed in the call); ``make bench`` compares it with transformers. An ordinary eager call (an int
+``offset``, float32, the whole head rotated, rows already cached) skips the checks and the general machinery, whose
+Python cost more than the small kernels of a decode step; any other call, an invalid one included, takes the checked
+path. Under compile the direct computation is what keeps one graph for every offset. The alternative, float32
+angles, is what transformers and rotary-embedding-torch do, and is off by up to ``position * 2**-24`` radians (0.06
+at 2**20). Devices without float64 (MPS) compute the angles on the CPU and move the rounded tables, as the cached
+path always did (not tested here: the project's machines have no such device).
 """
 
 from __future__ import annotations
@@ -73,7 +75,7 @@ _MAX_OFFSET = 2**53
 
 _Table = torch.Tensor | tuple[torch.Tensor, torch.Tensor]
 """Complex ``(..., seq, pairs)`` (interleaved, eager), or ``(cos, sin)``: ``[cos | cos]`` for halves, ``cos``
-for interleaved when tracing, and ``sin`` of ``(..., seq, pairs)``."""
+for interleaved when tracing, and ``[-sin | sin]`` for halves, ``sin`` of ``(..., seq, pairs)`` for interleaved."""
 
 _CPU = torch.device("cpu")
 
@@ -159,8 +161,8 @@ class RotaryEmbedding(nn.Module):
     *The interleaved layout* is computed (eager) as one complex multiplication, ``x`` read as complex numbers
     ``x[2i] + 1j * x[2i + 1]`` times ``exp(1j * angle)`` (Meta's Llama code does the same), and when tracing
     as the same products in real arithmetic (compilers handle complex tensors poorly). *The halves layout* is
-    ``x * [cos | cos]`` plus the two cross terms ``-x[half:] * sin`` and ``x[:half] * sin`` added in place:
-    three passes over the tensor and one allocation, where ``rotate_half`` makes five. *Partial rotary* rotates
+    the swapped halves ``[x[half:] | x[:half]]`` times ``[-sin | sin]`` plus ``x * [cos | cos]``, both added in
+    place: three passes over the tensor and one allocation, where ``rotate_half`` makes five. *Partial rotary* rotates
     ``x[..., :rotary_dim]`` so (in the halves layout the pairs are ``i`` and ``i + rotary_dim // 2``, as in
     transformers' GPT-NeoX and Phi) and concatenates the other features unchanged.
 
@@ -288,8 +290,8 @@ class RotaryEmbedding(nn.Module):
         if self.layout == "interleaved" and not tracing:
             complex_dtype = torch.complex128 if dtype == torch.float64 else torch.complex64
             return torch.complex(cosines, sines).to(device=device, dtype=complex_dtype)
-        if self.layout == "halves":
-            cosines = torch.cat((cosines, cosines), dim=-1)
+        if self.layout == "halves":  # [cos | cos] and [-sin | sin]: what _rotate_halves multiplies by
+            cosines, sines = torch.cat((cosines, cosines), dim=-1), torch.cat((-sines, sines), dim=-1)
         return cosines.to(device=device, dtype=dtype), sines.to(device=device, dtype=dtype)
 
     def _cached_rows(self, offset: int, seq: int, device: torch.device, dtype: torch.dtype) -> _Table | None:
@@ -388,6 +390,9 @@ class RotaryEmbedding(nn.Module):
         NotImplementedError
             When compiling with ``dynamic_length="longest"``.
         """
+        rows = self._fast_rows(x, offset, positions)
+        if rows is not None:
+            return self._rotate_fast(x, rows)
         seq_axis = _sequence_axis(x, self.head_dim, self.seq_dim)
         dtype = torch.float64 if x.dtype == torch.float64 else torch.float32
         table, leading = self._table(x, seq_axis, offset, positions, dtype)
@@ -421,6 +426,26 @@ class RotaryEmbedding(nn.Module):
         TypeError, ValueError
             As :meth:`forward`, and ``ValueError`` if ``k`` does not match ``q`` as described.
         """
+        rows = self._fast_rows(q, offset, positions)
+        if (
+            rows is not None
+            and type(k) is torch.Tensor
+            and k.dtype == torch.float32
+            and not k.requires_grad
+            and k.device == q.device
+        ):
+            if k.shape == q.shape:
+                if isinstance(rows, tuple) and q.numel() <= _JOINED_ELEMENTS:
+                    # A decode step in the halves layout: q and k side by side make four kernels instead of six (the
+                    # halves swapped by torch.roll, times [-sin | sin], plus x * [cos | cos]); the copy is small.
+                    both_cosines, signed_sines = rows
+                    both = torch.cat((q, k))
+                    swapped = torch.roll(both, self.head_dim // 2, -1).mul_(signed_sines)
+                    rotated = torch.addcmul(swapped, both, both_cosines)
+                    return rotated[: q.shape[0]], rotated[q.shape[0] :]
+                return self._rotate_fast(q, rows), self._rotate_fast(k, rows)
+            if k.ndim == q.ndim and k.shape[-2:] == q.shape[-2:]:  # grouped-query attention: fewer key heads
+                return self._rotate_fast(q, rows), self._rotate_fast(k, rows)
         seq_axis = _sequence_axis(q, self.head_dim, self.seq_dim, "q")
         _sequence_axis(k, self.head_dim, self.seq_dim, "k")
         if k.ndim != q.ndim or k.shape[seq_axis] != q.shape[seq_axis] or k.dtype != q.dtype or k.device != q.device:
@@ -438,6 +463,46 @@ class RotaryEmbedding(nn.Module):
             both = self._rotate(torch.cat((q, k)), table, dtype)
             return both[: q.shape[0]], both[q.shape[0] :]
         return self._rotate(q, table, dtype), self._rotate(k, table, dtype)
+
+    # --- The ordinary eager call, without the general machinery (make bench: the decode rows) ----------------
+
+    def _fast_rows(self, x: object, offset: object, positions: object) -> _Table | None:
+        """The cached rows for ``x`` if the call is an ordinary eager one, else None (the checked path).
+
+        Ordinary: not compiling, an int ``offset >= 0`` and no ``positions``, the default ``seq_dim``, the whole
+        head rotated, a scaling that does not depend on the length, a float32 tensor ``(..., seq, head_dim)``
+        without gradient, and a cached float32 table that
+        already covers ``offset + seq``. Everything else, every invalid input included, takes the path that
+        checks it, so that errors and results stay as they are; this one skips its general machinery (make
+        bench: the decode rows).
+        """
+        if (
+            positions is not None
+            or type(offset) is not int
+            or offset < 0
+            or type(x) is not torch.Tensor
+            or x.dtype != torch.float32
+            or x.requires_grad
+            or self.seq_dim != -2
+            or self.rotary_dim != self.head_dim
+            or self._length_dependent
+            or torch.compiler.is_compiling()
+        ):
+            return None
+        shape = x.shape
+        if len(shape) < 2 or shape[-1] != self.head_dim:
+            return None
+        table = self._tables.get((x.device, torch.float32))
+        if table is None:
+            return None
+        end = offset + shape[-2]
+        if isinstance(table, tuple):
+            return (table[0][offset:end], table[1][offset:end]) if end <= table[0].shape[0] else None
+        return table[offset:end] if end <= table.shape[0] else None
+
+    def _rotate_fast(self, x: torch.Tensor, rows: _Table) -> torch.Tensor:
+        """:meth:`_rotate` of an ``x`` that :meth:`_fast_rows` accepted (float32, rotated whole, no gradient)."""
+        return _rotate_halves(x, rows) if isinstance(rows, tuple) else _rotate_interleaved_complex(x, rows)
 
     def _rotate(self, x: torch.Tensor, table: _Table, dtype: torch.dtype) -> torch.Tensor:
         # The casts are skipped, not just no-ops, when x already has the computing dtype (make bench: decode).
@@ -487,14 +552,22 @@ def _rotate_interleaved_real(x: torch.Tensor, table: tuple[torch.Tensor, torch.T
 
 
 def _rotate_halves(x: torch.Tensor, table: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
-    # Three passes and one allocation: x * [cos | cos], then the cross terms added into each half in place
-    # (autograd records the in-place updates of this fresh tensor).
-    both_cosines, sines = table
+    # x * [cos | cos] + [x2 | x1] * [-sin | sin], in one allocation, the sum over whole rows: the last pass, three
+    # operands, runs at full speed, where updating each half in place (two passes of three operands over 32-float
+    # strips of 64-float rows) runs PyTorch's CPU kernels at a third of it (make bench: the halves prefill row).
+    # The cross terms are written into the two halves by out= products (two operands each; autograd and
+    # compilers do not take out=), else the halves are swapped by a copy and multiplied in place, which reads and
+    # writes the tensor once more. Either way the same products are rounded and added in the same order.
+    both_cosines, signed_sines = table
     half = x.shape[-1] // 2
-    rotated = torch.mul(x, both_cosines)
-    rotated[..., :half].addcmul_(x[..., half:], sines, value=-1)
-    rotated[..., half:].addcmul_(x[..., :half], sines)
-    return rotated
+    if x.numel() <= _JOINED_ELEMENTS or (x.requires_grad and torch.is_grad_enabled()) or torch.compiler.is_compiling():
+        rotated = torch.cat((x[..., half:], x[..., :half]), dim=-1)
+        rotated.mul_(signed_sines)
+    else:
+        rotated = torch.empty_like(x)
+        torch.mul(x[..., half:], signed_sines[..., :half], out=rotated[..., :half])
+        torch.mul(x[..., :half], signed_sines[..., half:], out=rotated[..., half:])
+    return rotated.addcmul_(x, both_cosines)
 
 
 def _float64_device(device: torch.device) -> torch.device:
