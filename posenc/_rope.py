@@ -502,6 +502,29 @@ def rotary_dim_of(head_dim: int, scaling: RopeScaling) -> int:
     return int(head_dim * scaling.partial_rotary_factor)
 
 
+def check_rotary_dim(head_dim: int, scaling: RopeScaling, rotary_dim: object, name: str = "head_dim") -> int:
+    """The checked number of rotated features: ``rotary_dim`` if given, else from the partial rotary factor.
+
+    ``name`` is how messages call ``head_dim`` (the NumPy ``rotate`` reads it from ``x.shape[-1]``).
+    """
+    from_factor = rotary_dim_of(head_dim, scaling)
+    if rotary_dim is None:
+        if from_factor < 2 or from_factor % 2:
+            raise ValueError(
+                f"int({name} * scaling['partial_rotary_factor']) = int({head_dim} * "
+                f"{scaling.partial_rotary_factor}) = {from_factor} rotated features: must be even and >= 2"
+            )
+        return from_factor
+    checked = check_int(rotary_dim, "rotary_dim", minimum=2, maximum=head_dim, even=True)
+    if scaling.partial_rotary_factor != 1.0 and checked != from_factor:
+        raise ValueError(
+            f"rotary_dim = {checked} disagrees with scaling['partial_rotary_factor'] = "
+            f"{scaling.partial_rotary_factor}, which rotates int({head_dim} * {scaling.partial_rotary_factor}) = "
+            f"{from_factor} features: keep one"
+        )
+    return checked
+
+
 def check_head_dim(head_dim: int, scaling: RopeScaling, name: str = "head_dim") -> None:
     """Refuse a rotary dimension ``head_dim`` the scaling cannot use.
 

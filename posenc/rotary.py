@@ -24,10 +24,10 @@ from posenc._rope import (
     RopeScaling,
     RopeType,
     check_head_dim,
+    check_rotary_dim,
     inverse_frequencies,
     parse_scaling,
     resolve_base,
-    rotary_dim_of,
 )
 from posenc._validation import (
     ROTARY_LAYOUTS,
@@ -172,29 +172,9 @@ def rotary_frequencies(
     parsed = parse_scaling(scaling, base, partial=True, rope_types=ROPE_TYPES)
     if seq_len is not None:
         seq_len = check_real(seq_len, "seq_len", at_least=0.0, accepted="None or a finite real number >= 0")
-    rotary_dim = _rotary_dim(head_dim, parsed, None, "head_dim")
+    rotary_dim = check_rotary_dim(head_dim, parsed, None)
     check_head_dim(rotary_dim, parsed, "head_dim" if rotary_dim == head_dim else "the rotary dimension")
     return inverse_frequencies(rotary_dim, resolve_base(base, parsed), parsed, seq_len)
-
-
-def _rotary_dim(head_dim: int, scaling: RopeScaling, rotary_dim: object, name: str) -> int:
-    """The checked number of rotated features: ``rotary_dim`` if given, else from the partial rotary factor."""
-    from_factor = rotary_dim_of(head_dim, scaling)
-    if rotary_dim is None:
-        if from_factor < 2 or from_factor % 2:
-            raise ValueError(
-                f"int({name} * scaling['partial_rotary_factor']) = int({head_dim} * "
-                f"{scaling.partial_rotary_factor}) = {from_factor} rotated features: must be even and >= 2"
-            )
-        return from_factor
-    checked = check_int(rotary_dim, "rotary_dim", minimum=2, maximum=head_dim, even=True)
-    if scaling.partial_rotary_factor != 1.0 and checked != from_factor:
-        raise ValueError(
-            f"rotary_dim = {checked} disagrees with scaling['partial_rotary_factor'] = "
-            f"{scaling.partial_rotary_factor}, which rotates int({head_dim} * {scaling.partial_rotary_factor}) = "
-            f"{from_factor} features: keep one"
-        )
-    return checked
 
 
 def rotary_attention_factor(scaling: RopeScaling | Mapping[str, object] | None) -> float:
@@ -348,7 +328,7 @@ def rotate(
             f"positions must have one entry per row of x (seq = x.shape[-2] = {array.shape[-2]}), "
             f"got {len(position_array)}"
         )
-    rotated_dim = _rotary_dim(head_dim, parsed, rotary_dim, "x.shape[-1] (head_dim)")
+    rotated_dim = check_rotary_dim(head_dim, parsed, rotary_dim, "x.shape[-1] (head_dim)")
     check_head_dim(rotated_dim, parsed, "x.shape[-1] (head_dim)" if rotary_dim is None else "rotary_dim")
     seq_len = float(position_array.max()) + 1.0 if len(position_array) else None
     inv_freq = inverse_frequencies(rotated_dim, resolve_base(base, parsed), parsed, seq_len)

@@ -42,10 +42,10 @@ from posenc._rope import (
     ROPE_TYPES,
     RopeScaling,
     check_head_dim,
+    check_rotary_dim,
     inverse_frequencies,
     parse_scaling,
     resolve_base,
-    rotary_dim_of,
 )
 from posenc._validation import (
     ROTARY_LAYOUTS,
@@ -218,7 +218,7 @@ class RotaryEmbedding(nn.Module):
         self.base = resolve_base(base, self.scaling)
         partial = rotary_dim is not None or self.scaling.partial_rotary_factor != 1.0
         self.head_dim = check_d_model(head_dim, even=not partial, name="head_dim")
-        self.rotary_dim = _check_rotary_dim(self.head_dim, self.scaling, rotary_dim)
+        self.rotary_dim = check_rotary_dim(self.head_dim, self.scaling, rotary_dim)
         check_head_dim(self.rotary_dim, self.scaling, "head_dim" if self.rotary_dim == self.head_dim else "rotary_dim")
         self.attention_factor = self.scaling.attention_scaling
         self.seq_dim = check_int(seq_dim, "seq_dim", minimum=-16, maximum=15)
@@ -573,26 +573,6 @@ def _rotate_halves(x: torch.Tensor, table: tuple[torch.Tensor, torch.Tensor]) ->
 def _float64_device(device: torch.device) -> torch.device:
     """Where float64 angles are computed for ``device``: itself, or the CPU for a device without float64 (MPS)."""
     return _CPU if device.type == "mps" else device
-
-
-def _check_rotary_dim(head_dim: int, scaling: RopeScaling, rotary_dim: object) -> int:
-    """The checked number of rotated features: ``rotary_dim`` if given, else from the partial rotary factor."""
-    from_factor = rotary_dim_of(head_dim, scaling)
-    if rotary_dim is None:
-        if from_factor < 2 or from_factor % 2:
-            raise ValueError(
-                f"int(head_dim * scaling['partial_rotary_factor']) = int({head_dim} * "
-                f"{scaling.partial_rotary_factor}) = {from_factor} rotated features: must be even and >= 2"
-            )
-        return from_factor
-    checked = check_int(rotary_dim, "rotary_dim", minimum=2, maximum=head_dim, even=True)
-    if scaling.partial_rotary_factor != 1.0 and checked != from_factor:
-        raise ValueError(
-            f"rotary_dim = {checked} disagrees with scaling['partial_rotary_factor'] = "
-            f"{scaling.partial_rotary_factor}, which rotates int({head_dim} * {scaling.partial_rotary_factor}) = "
-            f"{from_factor} features: keep one"
-        )
-    return checked
 
 
 def _check_offset(offset: object, seq: int) -> int:
