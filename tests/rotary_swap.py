@@ -1,6 +1,7 @@
 """Shared set-up of the tests that swap posenc's RotaryEmbedding into tiny transformers models.
 
-Used by tests/test_llama_positions.py and tests/test_rotary_models.py (imported as ``rotary_swap``, like
+Used by tests/test_llama_positions.py, tests/test_rotary_models.py, tests/test_partial_rotary_models.py and
+tests/test_multiaxis_models.py (imported as ``rotary_swap``, like
 ``site_check``: pytest puts ``tests/`` on the import path). transformers is imported inside the functions, so that
 importing this module needs torch only.
 
@@ -35,6 +36,18 @@ TOLERANCE = dict(rtol=1e-5, atol=1e-5)
 
 VOCAB = 101
 PAD = 0
+HEAD_DIM = 16
+
+TINY_DECODER = dict(
+    vocab_size=VOCAB,
+    hidden_size=64,
+    intermediate_size=128,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    head_dim=HEAD_DIM,
+)
+"""The tiny decoder every model test builds (2 layers, 4 query and 2 key/value heads of 16): config keywords."""
 
 
 class PassPositions(nn.Module):

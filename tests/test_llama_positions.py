@@ -15,12 +15,9 @@ from __future__ import annotations
 
 import pytest
 import torch
-from rotary_swap import TOLERANCE, decode, left_padded_batch, swap_rotary
+from rotary_swap import HEAD_DIM, TINY_DECODER, TOLERANCE, decode, left_padded_batch, swap_rotary
 
 from posenc.nn import RotaryEmbedding
-
-HEAD_DIM = 16
-
 
 pytestmark = pytest.mark.usefixtures("quiet_transformers")
 
@@ -29,13 +26,7 @@ def tiny_llama():
     from transformers import LlamaConfig, LlamaForCausalLM
 
     config = LlamaConfig(
-        vocab_size=101,
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        head_dim=HEAD_DIM,
+        **TINY_DECODER,
         max_position_embeddings=64,
         rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
         attn_implementation="eager",

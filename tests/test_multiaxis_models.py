@@ -39,7 +39,7 @@ from collections.abc import Callable
 
 import pytest
 import torch
-from rotary_swap import PAD, TOLERANCE, VOCAB, decode, largest_difference, left_padded_batch
+from rotary_swap import HEAD_DIM, PAD, TINY_DECODER, TOLERANCE, decode, largest_difference, left_padded_batch
 from torch import nn
 
 from posenc import mrope_frequencies
@@ -47,7 +47,6 @@ from posenc.nn import MultiAxisRotaryEmbedding
 
 pytestmark = pytest.mark.usefixtures("quiet_transformers")
 
-HEAD_DIM = 16
 VIDEO, VISION_START, IMAGE, VISION_END = 97, 98, 99, 100  # special tokens at the top of the tiny vocabulary
 GRID = (1, 4, 6)  # one image of 4 x 6 patches (time, height, width), merged 2 x 2 into 2 x 3 tokens
 INIT = 0.05  # initializer_range (transformers' default: 0.02), see the module docstring
@@ -90,13 +89,7 @@ def tiny(family: str):
 
     spec = FAMILIES[family]
     text = dict(
-        vocab_size=VOCAB,
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        head_dim=HEAD_DIM,
+        **TINY_DECODER,
         max_position_embeddings=64,
         rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "mrope_section": spec["section"]},
         pad_token_id=PAD,

@@ -21,11 +21,18 @@ import importlib
 
 import pytest
 import torch
-from rotary_swap import PAD, TOLERANCE, VOCAB, decode, largest_difference, left_padded_batch, swap_rotary
+from rotary_swap import (
+    HEAD_DIM,
+    PAD,
+    TINY_DECODER,
+    TOLERANCE,
+    decode,
+    largest_difference,
+    left_padded_batch,
+    swap_rotary,
+)
 
 from posenc.nn import RotaryEmbedding
-
-HEAD_DIM = 16
 
 pytestmark = pytest.mark.usefixtures("quiet_transformers")
 
@@ -58,13 +65,7 @@ def tiny(family: str, rope_parameters: dict | None = None):
 
     config_class, model_class, _ = FAMILIES[family]
     config = getattr(transformers, config_class)(
-        vocab_size=VOCAB,
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        head_dim=HEAD_DIM,
+        **TINY_DECODER,
         max_position_embeddings=32,
         rope_parameters=rope_parameters or {"rope_type": "default", "rope_theta": 10000.0},
         pad_token_id=PAD,
