@@ -137,3 +137,21 @@ def largest_difference(ours: list[torch.Tensor], theirs: list[torch.Tensor], rea
     """The largest logit difference over the calls of :func:`decode`, the prefill's padding left out."""
     first = float((ours[0][real] - theirs[0][real]).abs().max())
     return max([first, *(float((mine - their).abs().max()) for mine, their in zip(ours[1:], theirs[1:]))])
+
+
+def greedy_generate(model: nn.Module, new_tokens: int, **inputs) -> tuple[torch.Tensor, torch.Tensor]:
+    """Greedy ``generate()`` of exactly ``new_tokens``: the new tokens and the logits of each step.
+
+    ``inputs`` are the model's keyword inputs (``input_ids``, ``attention_mask``, ``pixel_values``, ...); the
+    logits are ``(batch, new_tokens, vocab)``.
+    """
+    with torch.no_grad():
+        out = model.generate(
+            **inputs,
+            max_new_tokens=new_tokens,
+            min_new_tokens=new_tokens,
+            do_sample=False,
+            return_dict_in_generate=True,
+            output_logits=True,
+        )
+    return out.sequences[:, inputs["input_ids"].shape[1] :], torch.stack(out.logits, dim=1)

@@ -39,7 +39,16 @@ from collections.abc import Callable
 
 import pytest
 import torch
-from rotary_swap import HEAD_DIM, PAD, TINY_DECODER, TOLERANCE, decode, largest_difference, left_padded_batch
+from rotary_swap import (
+    HEAD_DIM,
+    PAD,
+    TINY_DECODER,
+    TOLERANCE,
+    decode,
+    greedy_generate,
+    largest_difference,
+    left_padded_batch,
+)
 from torch import nn
 
 from posenc import mrope_frequencies
@@ -214,20 +223,6 @@ def assert_same_logits(ours, theirs, real):
         torch.testing.assert_close(mine, their, **TOLERANCE, msg=lambda m, step=step: f"decoding step {step}: {m}")
 
 
-def generate(model, new_tokens=4, **inputs):
-    """Greedy ``generate()``: the new tokens and the logits of each step, ``(batch, new_tokens, vocab)``."""
-    with torch.no_grad():
-        out = model.generate(
-            **inputs,
-            max_new_tokens=new_tokens,
-            min_new_tokens=new_tokens,
-            do_sample=False,
-            return_dict_in_generate=True,
-            output_logits=True,
-        )
-    return out.sequences[:, inputs["input_ids"].shape[1] :], torch.stack(out.logits, dim=1)
-
-
 def distinct_axes(rope: PassCoordinates) -> int:
     """How many tokens posenc rotated with time, height and width ids not all equal."""
     return sum(int((seen != seen[..., :1]).any(-1).sum()) for seen in rope.seen)
@@ -264,9 +259,9 @@ def test_generate_with_an_image_gives_transformers_tokens(monkeypatch, family):
         pixel_values=pixel_values,
         image_grid_thw=grid,
     )
-    their_tokens, their_logits = generate(tiny(family), **inputs)
+    their_tokens, their_logits = greedy_generate(tiny(family), 4, **inputs)
     model = with_posenc(monkeypatch, family, tiny(family))
-    our_tokens, our_logits = generate(model, **inputs)
+    our_tokens, our_logits = greedy_generate(model, 4, **inputs)
     assert distinct_axes(model.model.language_model.rotary_emb) == 2 * IMAGE_TOKENS - 2
     top2 = their_logits.topk(2, dim=-1).values
     assert float((top2[..., 0] - top2[..., 1]).min()) > 1e-3, "a near tie: rounding could flip a token"

@@ -27,6 +27,7 @@ from rotary_swap import (
     TINY_DECODER,
     TOLERANCE,
     decode,
+    greedy_generate,
     largest_difference,
     left_padded_batch,
     swap_rotary,
@@ -122,27 +123,14 @@ def test_the_comparison_sees_a_padded_row_decoded_one_position_late(monkeypatch,
     assert float((ours[1][1] - theirs[1][1]).abs().max()) > 100 * TOLERANCE["atol"]
 
 
-def generate(model, input_ids, attention_mask, new_tokens=5):
-    """Greedy ``generate()``: the new tokens and the logits of each step, ``(batch, new_tokens, vocab)``."""
-    with torch.no_grad():
-        out = model.generate(
-            input_ids=input_ids,
-            attention_mask=attention_mask,
-            max_new_tokens=new_tokens,
-            min_new_tokens=new_tokens,
-            do_sample=False,
-            return_dict_in_generate=True,
-            output_logits=True,
-        )
-    return out.sequences[:, input_ids.shape[1] :], torch.stack(out.logits, dim=1)
-
-
 @pytest.mark.parametrize("family", ["llama", "qwen2", "mistral", "qwen3"])
 def test_generate_on_a_left_padded_batch_gives_transformers_tokens(monkeypatch, family):
     """generate() computes position_ids from the attention mask and grows a cache: identical greedy tokens."""
     input_ids, attention_mask, _ = left_padded_batch()
-    their_tokens, their_logits = generate(tiny(family), input_ids, attention_mask)
-    our_tokens, our_logits = generate(with_posenc(monkeypatch, family, tiny(family)), input_ids, attention_mask)
+    their_tokens, their_logits = greedy_generate(tiny(family), 5, input_ids=input_ids, attention_mask=attention_mask)
+    our_tokens, our_logits = greedy_generate(
+        with_posenc(monkeypatch, family, tiny(family)), 5, input_ids=input_ids, attention_mask=attention_mask
+    )
     top2 = their_logits.topk(2, dim=-1).values
     assert float((top2[..., 0] - top2[..., 1]).min()) > 1e-3, "a near tie: rounding could flip a token"
     assert our_tokens.tolist() == their_tokens.tolist()
@@ -152,9 +140,9 @@ def test_generate_on_a_left_padded_batch_gives_transformers_tokens(monkeypatch, 
 def test_generate_sees_a_padded_row_decoded_one_position_late(monkeypatch):
     """The same bug as above, through generate(): the padded row's logits move far beyond tolerance."""
     input_ids, attention_mask, _ = left_padded_batch()
-    _, their_logits = generate(tiny("qwen2"), input_ids, attention_mask)
+    _, their_logits = greedy_generate(tiny("qwen2"), 5, input_ids=input_ids, attention_mask=attention_mask)
     model = with_posenc(monkeypatch, "qwen2", tiny("qwen2"), corrupt=padded_row_one_late)
-    _, our_logits = generate(model, input_ids, attention_mask)
+    _, our_logits = greedy_generate(model, 5, input_ids=input_ids, attention_mask=attention_mask)
     torch.testing.assert_close(our_logits[0], their_logits[0], **TOLERANCE)
     assert float((our_logits[1, 1:] - their_logits[1, 1:]).abs().max()) > 100 * TOLERANCE["atol"]
 
