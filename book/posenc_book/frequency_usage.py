@@ -197,7 +197,16 @@ def frequency_usage(model, *, length=32, n_sequences=64, source_seed=0, concentr
     if model.rotary is None:
         raise ValueError(f"model must have rotary heads (scheme='rotary'), got scheme={model.scheme!r}")
     chain = markov_chain(source_seed, n_symbols=model.vocab_size, concentration=concentration)
-    tokens = torch.from_numpy(sample_sequences(chain, n_sequences, length, seed=[source_seed, 5, seed]))
+    return _usage(model, _usage_tokens(chain, source_seed, length, n_sequences, seed))
+
+
+def _usage_tokens(chain, source_seed: int, length: int, n_sequences: int, seed: int) -> torch.Tensor:
+    """The sequences :func:`frequency_usage` reads."""
+    return torch.from_numpy(sample_sequences(chain, n_sequences, length, seed=[source_seed, 5, seed]))
+
+
+def _usage(model, tokens: torch.Tensor) -> FrequencyUsage:
+    """:func:`frequency_usage` on given ``(batch, seq)`` tokens."""
     outputs: list[torch.Tensor] = []
     hooks = [
         block.qkv.register_forward_hook(lambda _m, _i, out: outputs.append(out.detach())) for block in model.blocks
@@ -262,7 +271,7 @@ def train_rotary(
     concentration=0.05,
     base=10000.0,
     train_len=32,
-    eval_lens=(32, 64, 128),
+    eval_lens=(32, 128),
     steps=150,
     batch_size=16,
     d_model=64,
@@ -284,7 +293,7 @@ def train_rotary(
         As in :func:`posenc_book.extrapolation.train_and_evaluate`.
     base : float, default 10000.0
         RoPE's base.
-    eval_lens : sequence of int, default (32, 64, 128)
+    eval_lens : sequence of int, default (32, 128)
         Context lengths to score, each at least 2.
     d_model, n_heads : int, default 64, 4
         As in :class:`TinyCausalLM`: heads of 16 features, 8 rotary pairs.
@@ -300,7 +309,8 @@ def train_rotary(
     ``train_len + 1`` symbols per step, the loss averaged over the predictions of symbols 2, 3, ...; only the
     rotary module differs, and the training sequences are drawn with
     :func:`posenc_book.extrapolation.sample_sequences`. The untrained usage is measured on the same
-    sequences as the trained one.
+    sequences as the trained one, those of ``frequency_usage(model, length=train_len, source_seed=source_seed,
+    concentration=concentration)``.
 
     Examples
     --------
@@ -318,9 +328,9 @@ def train_rotary(
                 "rotary", vocab_size=N_SYMBOLS, d_model=d_model, n_heads=n_heads, n_layers=n_layers, max_len=train_len
             )
         model.rotary = p_rope(d_model // n_heads, fraction, base=base)
-        usage = {"source_seed": source_seed, "concentration": concentration, "length": train_len}
-        untrained = frequency_usage(model, **usage)
-        optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+        usage_tokens = _usage_tokens(chain, source_seed, train_len, 64, 0)  # frequency_usage's defaults
+        untrained = _usage(model, usage_tokens)
+        optimizer = torch.optim.Adam(model.parameters(), lr=lr, fused=True)
         model.train()
         for step in range(steps):
             for group in optimizer.param_groups:
@@ -335,7 +345,7 @@ def train_rotary(
             nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()
         model.eval()
-        trained = frequency_usage(model, **usage)
+        trained = _usage(model, usage_tokens)
         losses = {
             length: evaluate(
                 model, length, source_seed=source_seed, concentration=concentration, eval_tokens=eval_tokens
