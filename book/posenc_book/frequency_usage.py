@@ -104,6 +104,9 @@ def p_rope(head_dim, fraction, *, base=10000.0) -> nn.Module:
     2025) keeps the :math:`r/2 = \lfloor p\,d/2 \rfloor` fastest pairs, :math:`i < r/2`, with those
     same frequencies and gives the others the frequency 0: they are never rotated. Their ``apply_p_rope``
     and Gemma's ``apply_rope`` (``rope_proportion``) pad the timescales :math:`b^{2i/d}` with infinity.
+    Gemma pairs feature :math:`i` with :math:`i + d/2` (the halves layout); here pair :math:`i` is features
+    :math:`2i, 2i + 1`, the same rotation up to a permutation of the features
+    (:func:`posenc.rotary_weight_permutation`).
 
     This is not GPT-NeoX's partial rotary (:class:`posenc.nn.RotaryEmbedding` with ``rotary_dim=r``),
     which spreads the whole range of frequencies over the :math:`r` rotated features,
