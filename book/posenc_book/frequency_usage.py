@@ -64,7 +64,7 @@ def kept_pairs(head_dim, fraction) -> int:
     -------
     pairs : int
         The number of rotated pairs, the fastest ones; the other ``head_dim // 2 - pairs`` are not rotated.
-        As in Barbero et al.'s ``apply_p_rope`` and in Gemma's ``apply_rope`` (its ``rope_proportion``).
+        As in Gemma's ``apply_rope`` (its ``rope_proportion``), the code read for p-RoPE's definition.
 
     Examples
     --------
@@ -102,8 +102,8 @@ def p_rope(head_dim, fraction, *, base=10000.0) -> nn.Module:
     RoPE rotates pair :math:`i` of a head of :math:`d` features by :math:`m\,\theta_i` at position
     :math:`m`, with :math:`\theta_i = b^{-2i/d}`, :math:`i = 0, \dots, d/2 - 1`. p-RoPE (Barbero et al.,
     2025) keeps the :math:`r/2 = \lfloor p\,d/2 \rfloor` fastest pairs, :math:`i < r/2`, with those
-    same frequencies and gives the others the frequency 0: they are never rotated. Their ``apply_p_rope``
-    and Gemma's ``apply_rope`` (``rope_proportion``) pad the timescales :math:`b^{2i/d}` with infinity.
+    same frequencies and gives the others the frequency 0: they are never rotated. Gemma's ``apply_rope``
+    (``rope_proportion``) pads the timescales :math:`b^{2i/d}` with infinity.
     Gemma pairs feature :math:`i` with :math:`i + d/2` (the halves layout); here pair :math:`i` is features
     :math:`2i, 2i + 1`, the same rotation up to a permutation of the features
     (:func:`posenc.rotary_weight_permutation`).
