@@ -53,6 +53,7 @@ from posenc.nn import (
     causal_mask_mod,
 )
 from posenc.testing import (
+    assert_alibi_offset_matches_slice,
     assert_alibi_slopes_match_reference,
     assert_layouts_agree_after_permutation,
     assert_rotary_angles_accurate,
@@ -590,6 +591,13 @@ BAD_CALLS = {
     ),
     "layout check of a str": Bad(lambda: assert_layouts_agree_after_permutation("w[perm]"), TypeError, "convert_fn"),
     "slopes check of an int": Bad(lambda: assert_alibi_slopes_match_reference(8), TypeError, "slopes_fn"),
+    "alibi offset check of an array": Bad(lambda: assert_alibi_offset_matches_slice(np.zeros(3)), TypeError, "bias_fn"),
+    "alibi offset check query longer than the cache": Bad(
+        lambda: assert_alibi_offset_matches_slice(print, k_len=4, q_lens=[5]), ValueError, "q_lens"
+    ),
+    "alibi offset check over its own limit": Bad(
+        lambda: assert_alibi_offset_matches_slice(print, n_heads=1024, k_len=4096), ValueError, "k_len", large=True
+    ),
     "bucket check of None": Bad(lambda: assert_t5_buckets_in_range(None), TypeError, "bucket_fn"),
     "bucket check one bucket": Bad(lambda: assert_t5_buckets_in_range(print, num_buckets=1), ValueError, "num_buckets"),
     "exact bucket check of None": Bad(lambda: assert_t5_buckets_exact(None), TypeError, "bucket_fn"),

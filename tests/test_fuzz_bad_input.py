@@ -65,6 +65,7 @@ from posenc.nn import (
     causal_mask_mod,
 )
 from posenc.testing import (
+    assert_alibi_offset_matches_slice,
     assert_alibi_slopes_match_reference,
     assert_layouts_agree_after_permutation,
     assert_rotary_angles_accurate,
@@ -647,6 +648,14 @@ SPECS = {
         assert_alibi_slopes_match_reference,
         lambda a: assert_alibi_slopes_match_reference(**a),
         lambda: dict(slopes_fn=posenc.alibi_slopes, max_heads=8, rtol=1e-6),
+        _passed,
+    ),
+    "posenc.testing.assert_alibi_offset_matches_slice": Spec(
+        assert_alibi_offset_matches_slice,
+        lambda a: assert_alibi_offset_matches_slice(
+            **_with(a, "bias_fn", lambda q_len, k_len: alibi_bias(a["n_heads"], q_len, k_len))
+        ),
+        lambda: dict(bias_fn=_reference_placeholder, n_heads=3, k_len=8, q_lens=(1, 3), atol=1e-5),
         _passed,
     ),
     "posenc.testing.assert_t5_buckets_in_range": Spec(

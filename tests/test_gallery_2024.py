@@ -1,0 +1,120 @@
+"""posenc.testing's checks for the bug families of 2024-2026 (chapter 10, families 7 and on).
+
+Each faulty implementation reproduces, in a few lines written here, the mechanism of a bug reported in a public
+issue tracker (the chapter cites each thread); posenc's own implementations must pass the same check. A check
+that let one of the faulty ones through, or that failed on posenc, would be a wrong check.
+"""
+
+import functools
+
+import numpy as np
+import pytest
+import torch
+
+import posenc
+from posenc.nn import ALiBiBias
+from posenc.testing import assert_alibi_offset_matches_slice
+
+# --- Family 7: an ALiBi bias that vanishes during cached decoding (keras-team/keras-hub#2861, #2977) ------------
+
+
+def falcon_bias(n_heads, over_cache=True):
+    """Falcon's form, slope x key index from a cumulative sum of ones, over the cache (fixed) or the queries."""
+
+    def bias(q_len, k_len):
+        ones = np.ones((1, k_len if over_cache else q_len))  # (batch, length)
+        index = np.cumsum(ones, axis=-1) - 1
+        return posenc.alibi_slopes(n_heads)[None, :, None, None] * index[:, None, None, :]
+
+    return bias
+
+
+def offset_dropped(n_heads):
+    """The queries placed at positions 0, 1, ... instead of at the end of the cache."""
+    return lambda q_len, k_len: posenc.alibi_bias(n_heads, q_len, k_len, causal=False, offset=0)
+
+
+@pytest.mark.parametrize("n_heads", [1, 6, 8, 12])
+def test_posenc_alibi_passes_at_every_query_length(n_heads):
+    q_lens = (1, 2, 7, 32)
+    assert_alibi_offset_matches_slice(
+        functools.partial(posenc.alibi_bias, n_heads), n_heads=n_heads, k_len=32, q_lens=q_lens
+    )
+    assert_alibi_offset_matches_slice(ALiBiBias(n_heads), n_heads=n_heads, k_len=32, q_lens=q_lens)
+
+
+def test_a_bias_that_differs_by_a_constant_per_row_passes():
+    """Softmax ignores a constant per query row: slope x j (BLOOM's, Falcon's form) is ALiBi's bias."""
+    assert_alibi_offset_matches_slice(falcon_bias(8), q_lens=(1, 3, 16))
+    shifted = lambda q, k: posenc.alibi_bias(8, q, k) + np.arange(q)[:, None] * 3.0  # noqa: E731
+    assert_alibi_offset_matches_slice(shifted, q_lens=(1, 5))
+
+
+def test_a_causal_mask_outside_the_visible_keys_is_free():
+    def masked(q_len, k_len):
+        bias = posenc.alibi_bias(8, q_len, k_len, causal=False)
+        future = np.arange(k_len)[None, :] > (k_len - q_len) + np.arange(q_len)[:, None]
+        return np.where(future, np.inf, bias)  # anything there, even +inf
+
+    assert_alibi_offset_matches_slice(masked, q_lens=(1, 4))
+
+
+def test_a_bias_over_the_queries_alone_is_caught_at_one_query():
+    """keras-hub's Falcon: right without a cache, zero bias (slope x 0, broadcast) at every decoding step."""
+    faulty = falcon_bias(8, over_cache=False)
+    assert_alibi_offset_matches_slice(faulty, q_lens=(16,))  # the full pass is right: no cache, no bug
+    with pytest.raises(AssertionError, match="constant along the keys"):
+        assert_alibi_offset_matches_slice(faulty, q_lens=(1,))
+    decoded = np.broadcast_to(faulty(1, 16)[0], (8, 1, 16))
+    assert np.all(decoded == 0.0)  # the whole bias of the decoding step is zero
+    # several queries: the shape does not broadcast over the cache, which keras-hub's issue reported as an error
+    with pytest.raises(AssertionError, match="does not broadcast"):
+        assert_alibi_offset_matches_slice(faulty, q_lens=(3,))
+
+
+def test_queries_placed_at_the_start_are_caught():
+    with pytest.raises(AssertionError, match=r"query position 15, head 0") as caught:
+        assert_alibi_offset_matches_slice(offset_dropped(8), q_lens=(1,))
+    assert "as if the queries started at position 0" in str(caught.value)
+    with pytest.raises(AssertionError, match=r"bias_fn\(3, 16\)"):
+        assert_alibi_offset_matches_slice(offset_dropped(8), q_lens=(16, 3))
+
+
+def test_a_flipped_sign_is_caught():
+    """The bias must fall with the distance: +slope x (i - j) favours the farthest keys."""
+    flipped = lambda q, k: -posenc.alibi_bias(8, q, k, causal=False)  # noqa: E731
+    with pytest.raises(AssertionError, match="differs from ALiBi's"):
+        assert_alibi_offset_matches_slice(flipped)
+
+
+def test_other_slopes_and_a_masked_visible_key_are_caught():
+    def plain(q_len, k_len):  # the plain sequence 2**(-8h/n) for 6 heads (ml-explore/mlx#343)
+        distance = (k_len - q_len + np.arange(q_len))[:, None] - np.arange(k_len)
+        return -(2.0 ** -np.arange(1, 7))[:, None, None] * distance
+
+    with pytest.raises(AssertionError, match="head 4"):  # 2**-5 where ALiBi's 6 heads have 2**-1
+        assert_alibi_offset_matches_slice(plain, n_heads=6)
+
+    def hides_the_diagonal(q_len, k_len):
+        bias = posenc.alibi_bias(8, q_len, k_len).copy()
+        bias[:, :, -1] = -np.inf  # the last key is the query itself, always visible
+        return bias
+
+    with pytest.raises(AssertionError, match="inf"):
+        assert_alibi_offset_matches_slice(hides_the_diagonal)
+
+
+def test_an_implementation_that_raises_fails_the_check():
+    def crashes(q_len, k_len):
+        raise RuntimeError("The size of tensor a (32) must match the size of tensor b (8)")
+
+    with pytest.raises(AssertionError, match=r"bias_fn\(1, 16\) raised RuntimeError") as caught:
+        assert_alibi_offset_matches_slice(crashes)
+    assert isinstance(caught.value.__cause__, RuntimeError)
+
+
+def test_a_float32_module_passes_within_its_rounding():
+    """Float32 biases of a 1024-key cache: rounding of values up to 255.75 (2**-22 relative), below atol = 1e-5."""
+    module = ALiBiBias(4)
+    assert_alibi_offset_matches_slice(module, n_heads=4, k_len=1024, q_lens=(1, 3))
+    assert module(1, 1024).dtype == torch.float32
