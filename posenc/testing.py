@@ -402,7 +402,9 @@ def assert_rotary_angles_accurate(
     ------
     AssertionError
         If an angle is off by more than ``atol`` (the message gives the position, the pair, both angles and
-        how many angles are off), if a rotated pair does not keep its length, or if ``rotate_fn`` raises.
+        how many angles are off, and says so when every wrong angle is that of a position of a shorter table,
+        clamped or wrapped past its end), if a rotated pair does not keep its length, or if ``rotate_fn``
+        raises (a table indexed past its end, for instance).
     TypeError, ValueError
         If an argument of the check is invalid.
 
@@ -467,14 +469,46 @@ def assert_rotary_angles_accurate(
     first_bad = int(np.flatnonzero(bad.any(axis=1))[0])
     got = math.atan2(got_sin[position, pair], got_cos[position, pair])
     want = math.atan2(ref_sin[position, pair], ref_cos[position, pair])
+    cause = _short_table(got_cos, got_sin, ref_cos, ref_sin, first_bad, atol) or (
+        "Positions, frequencies or angles held in float16 or bfloat16 give errors of this kind; compute the "
+        "angles in float32 or better."
+    )
     raise AssertionError(
         f"{int(bad.sum())} of {bad.size} rotary angles are off by more than {atol:.3g} rad (layout {layout!r}, "
         f"base {base:g}); the first wrong position is {first_bad}. Worst: position {position}, pair {pair} "
         f"(frequency {omega:.6g}, true angle {position * omega:.6g} rad): got {got:.4f} rad mod 2 pi, expected "
         f"{want:.4f}, error {error[position, pair]:.3g} rad; length of the rotated unit pair "
-        f"{radius[position, pair]:.4f}. Positions, frequencies or angles held in float16 or bfloat16 give "
-        f"errors of this kind; compute the angles in float32 or better."
+        f"{radius[position, pair]:.4f}. {cause}"
     )
+
+
+def _short_table(
+    got_cos: NDArray[np.float64],
+    got_sin: NDArray[np.float64],
+    ref_cos: NDArray[np.float64],
+    ref_sin: NDArray[np.float64],
+    first_bad: int,
+    atol: float,
+) -> str:
+    """What a table of ``first_bad`` positions, clamped or wrapped past its end, explains; "" if neither does."""
+    if first_bad < 1:
+        return ""
+    tail = slice(first_bad, None)
+    got_angle = np.arctan2(got_sin[tail], got_cos[tail])
+    candidates = {
+        "clamped": np.full(got_angle.shape[0], first_bad - 1),  # every later position reads the last row
+        "wrapped": np.arange(first_bad, got_cos.shape[0]) % first_bad,  # position p reads row p mod length
+    }
+    for name, rows in candidates.items():
+        error = np.abs(_wrap(got_angle - np.arctan2(ref_sin[rows], ref_cos[rows])))
+        if np.all(error <= atol):
+            reads = f"that of position {first_bad - 1}" if name == "clamped" else f"that of position p mod {first_bad}"
+            return (
+                f"From position {first_bad} on, the angle of every position p is {reads}: a table of {first_bad} "
+                f"positions, {name} past its end. Build the table for the longest context, compute the angles from "
+                f"the positions, or refuse longer inputs with an error that names the limit."
+            )
+    return ""
 
 
 def assert_rotary_scores_depend_on_offset_only(

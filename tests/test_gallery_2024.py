@@ -13,7 +13,7 @@ import torch
 
 import posenc
 from posenc.nn import ALiBiBias
-from posenc.testing import assert_alibi_offset_matches_slice
+from posenc.testing import assert_alibi_offset_matches_slice, assert_rotary_angles_accurate
 
 # --- Family 7: an ALiBi bias that vanishes during cached decoding (keras-team/keras-hub#2861, #2977) ------------
 
@@ -118,3 +118,74 @@ def test_a_float32_module_passes_within_its_rounding():
     module = ALiBiBias(4)
     assert_alibi_offset_matches_slice(module, n_heads=4, k_len=1024, q_lens=(1, 3))
     assert module(1, 1024).dtype == torch.float32
+
+
+# --- Family 8: a rotary table shorter than the context (vllm-project/semantic-router#3388, #3451) --------------
+
+
+def table_rotary(length, past_the_end="raise", head_dim=64):
+    """cos/sin tables of ``length`` positions read by position: indexed (raises), clamped or wrapped past the end."""
+    angles = np.outer(np.arange(length), posenc.rotary_frequencies(head_dim))
+    cos, sin = np.cos(angles), np.sin(angles)
+
+    def rotate(x, positions):
+        rows = np.asarray(positions).astype(np.int64)
+        if past_the_end != "raise":
+            rows = np.take(np.arange(length), rows, mode=past_the_end)
+        out = x.copy()
+        out[..., 0::2] = x[..., 0::2] * cos[rows] - x[..., 1::2] * sin[rows]
+        out[..., 1::2] = x[..., 0::2] * sin[rows] + x[..., 1::2] * cos[rows]
+        return out
+
+    return rotate
+
+
+def test_a_table_indexed_past_its_end_fails_with_the_error():
+    with pytest.raises(AssertionError, match="raised IndexError") as caught:
+        assert_rotary_angles_accurate(table_rotary(2048))
+    assert isinstance(caught.value.__cause__, IndexError)
+    assert_rotary_angles_accurate(table_rotary(2048), n_positions=2048)  # within the table it is right
+
+
+@pytest.mark.parametrize(
+    ("mode", "name", "reads"), [("clip", "clamped", "position 2047"), ("wrap", "wrapped", "mod 2048")]
+)
+def test_a_table_clamped_or_wrapped_past_its_end_is_named(mode, name, reads):
+    with pytest.raises(AssertionError, match="the first wrong position is 2048") as caught:
+        assert_rotary_angles_accurate(table_rotary(2048, mode))
+    message = str(caught.value)
+    assert f"a table of 2048 positions, {name} past its end" in message
+    assert reads in message and "float16" not in message
+    assert_rotary_angles_accurate(table_rotary(2048, mode), n_positions=2048)
+
+
+@pytest.mark.parametrize("length", [1, 3, 1000])
+def test_any_table_length_is_found(length):
+    with pytest.raises(AssertionError, match=f"a table of {length} positions, clamped"):
+        assert_rotary_angles_accurate(table_rotary(length, "clip", head_dim=8), head_dim=8, n_positions=4096)
+
+
+def test_precision_errors_keep_the_precision_hint():
+    """bfloat16 positions repeat values above 256 without being a short table: the hint must not say clamped."""
+
+    def bf16_positions(x, positions):
+        rounded = torch.as_tensor(positions).to(torch.bfloat16).double().numpy()
+        return posenc.rotate(x, rounded)
+
+    with pytest.raises(AssertionError, match="float16 or bfloat16") as caught:
+        assert_rotary_angles_accurate(bf16_positions)
+    assert "past its end" not in str(caught.value)
+
+
+def test_a_refusal_that_names_the_limit_passes_within_it():
+    """The fix of vllm-project/semantic-router#3451: a guard that names the limit, and the table within it."""
+    table = table_rotary(2048)
+
+    def guarded(x, positions):
+        if len(positions) > 2048:
+            raise ValueError(f"seq_len must be at most max_position_embeddings = 2048, got {len(positions)}")
+        return table(x, positions)
+
+    assert_rotary_angles_accurate(guarded, n_positions=2048)
+    with pytest.raises(AssertionError, match="raised ValueError: seq_len must be at most"):
+        assert_rotary_angles_accurate(guarded, n_positions=2049)
