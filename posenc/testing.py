@@ -23,7 +23,7 @@ Rotary (RoPE)
     :func:`assert_rotary_angles_accurate`, :func:`assert_rotary_scores_depend_on_offset_only`,
     :func:`assert_rotary_offset_matches_slice`, :func:`assert_rotary_calls_independent`,
     :func:`assert_rotary_uses_sequence_axis`,
-    :func:`assert_layouts_agree_after_permutation`
+    :func:`assert_layouts_agree_after_permutation`, :func:`assert_yarn_attention_factor`
 ALiBi and T5
     :func:`assert_alibi_slopes_match_reference`, :func:`assert_alibi_offset_matches_slice`,
     :func:`assert_t5_buckets_in_range`,
@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -67,6 +67,7 @@ __all__ = [
     "assert_t5_buckets_exact",
     "t5_float32_boundaries",
     "assert_alibi_offset_matches_slice",
+    "assert_yarn_attention_factor",
 ]
 
 _MAX_POSITION = 2**24
@@ -1479,3 +1480,133 @@ def assert_alibi_offset_matches_slice(
             f"the row over keys 0..{offset + row} is {_show(row_got)}, ALiBi's is "
             f"{_show(want[head, row][visible[head, row]])}.{hint}"
         )
+
+
+def _yarn_factor_hint(measured: float, scaling: object, rtol: float) -> str:
+    """Which known mistake a measured factor matches, for a YaRN scaling; "" if none does."""
+
+    def get(key: str) -> object:
+        if isinstance(scaling, posenc.RopeScaling):
+            return getattr(scaling, key, None)
+        return scaling.get(key) if isinstance(scaling, Mapping) else None
+
+    rope_type = get("rope_type") if get("rope_type") is not None else get("type")
+    factor, mscale, mscale_all_dim = get("factor"), get("mscale"), get("mscale_all_dim")
+    if rope_type != "yarn" or not isinstance(factor, (int, float)) or get("attention_factor") is not None:
+        return ""
+
+    def m(coefficient: float) -> float:  # YaRN's 0.1 * coefficient * ln(s) + 1
+        return 1.0 if factor <= 1.0 else 0.1 * coefficient * math.log(factor) + 1.0
+
+    known = [(1.0, "1: no attention factor at all, the rotated q and k keep their length")]
+    if isinstance(mscale, (int, float)) and isinstance(mscale_all_dim, (int, float)) and mscale and mscale_all_dim:
+        known = [
+            (m(1.0), "0.1 ln(s) + 1, as if mscale and mscale_all_dim were absent: they were dropped on the way"),
+            (m(mscale), "0.1 mscale ln(s) + 1, where the ratio of mscale's term to mscale_all_dim's was due"),
+            *known,
+        ]
+    for value, what in known:
+        if abs(measured - value) <= rtol * value:
+            return f" The measured factor is {what}."
+    return ""
+
+
+def assert_yarn_attention_factor(
+    rotate_fn: Implementation,
+    scaling: posenc.RopeScaling | Mapping[str, object] | None,
+    *,
+    head_dim: int = 64,
+    n_positions: int = 64,
+    rtol: float = 1e-5,
+    seed: int = 0,
+) -> None:
+    r"""Check the factor a rotary implementation multiplies q and k by against the scaling's attention factor.
+
+    Parameters
+    ----------
+    rotate_fn : callable
+        ``rotate_fn(x, positions)`` rotates ``x`` ``(seq, head_dim)`` at ``positions`` ``(seq,)`` with the
+        scaling ``scaling`` and returns the same shape (a ``torch.nn.Module`` gets ``positions=``), as
+        :func:`assert_rotary_angles_accurate` calls it.
+    scaling : RopeScaling, dict or None
+        The scaling ``rotate_fn`` was configured with, as :func:`posenc.rotary_attention_factor` takes it
+        (a transformers-style ``rope_parameters`` dict, for instance a YaRN one with ``"mscale"`` and
+        ``"mscale_all_dim"``).
+    head_dim : int, default 64
+        Width of one head; even, at most 4096.
+    n_positions : int, default 64
+        Positions ``0, ..., n_positions - 1`` are rotated; at most 4096.
+    rtol : float, default 1e-5
+        Largest accepted relative difference of the factor.
+    seed : int, default 0
+        Seed of the random input.
+
+    Returns
+    -------
+    None
+
+    Raises
+    ------
+    AssertionError
+        If the length of some rotated row, divided by the length of the input row, differs from
+        ``posenc.rotary_attention_factor(scaling)`` by more than ``rtol`` (the message gives both factors and,
+        for YaRN, whether the measured one is a known mistake: the mscale coefficients dropped, one used
+        alone, or no factor), or if ``rotate_fn`` raises.
+    TypeError, ValueError
+        If an argument of the check is invalid.
+
+    Notes
+    -----
+    A rotation keeps lengths, so whatever changes the length of the rotated query and key is the attention
+    factor; the logits :math:`q \cdot k` grow by its square. YaRN's factor is :math:`0.1 \ln s + 1` for a
+    scaling factor :math:`s` [1]_; DeepSeek's configurations carry two coefficients, ``mscale`` and
+    ``mscale_all_dim``, and transformers (``_compute_yarn_parameters``) and posenc then multiply cos and sin
+    by :math:`(0.1\,\text{mscale} \ln s + 1) / (0.1\,\text{mscale\_all\_dim} \ln s + 1)`, which is 1 when
+    the two are equal. DeepSeek's attention applies the square of the second term to its softmax scale, a
+    factor of the whole logit that this check does not see. The factor is measured on every position, so
+    one that depends on the position is caught too.
+
+    References
+    ----------
+    .. [1] B. Peng et al., "YaRN: Efficient Context Window Extension of Large Language Models",
+       arXiv:2309.00071.
+
+    Examples
+    --------
+    >>> import posenc
+    >>> yarn = {"rope_type": "yarn", "factor": 16.0, "original_max_position_embeddings": 4096,
+    ...         "mscale": 1.0, "mscale_all_dim": 1.0}
+    >>> assert_yarn_attention_factor(lambda x, p: posenc.rotate(x, p, scaling=yarn), yarn)
+    >>> plain = {key: yarn[key] for key in ("rope_type", "factor", "original_max_position_embeddings")}
+    >>> assert_yarn_attention_factor(lambda x, p: posenc.rotate(x, p, scaling=plain), yarn)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    AssertionError: rotate_fn multiplies the length of q and k by 1.27726..., the attention factor ... is 1...
+    """
+    _check_implementation(rotate_fn, "rotate_fn")
+    expected = posenc.rotary_attention_factor(scaling)
+    head_dim = check_int(head_dim, "head_dim", minimum=2, maximum=4096, even=True)
+    n_positions = check_int(n_positions, "n_positions", minimum=1, maximum=4096)
+    if n_positions * head_dim > _MAX_CHECK_ELEMENTS:
+        raise ValueError(
+            f"n_positions x head_dim must be at most {_MAX_CHECK_ELEMENTS}, got {n_positions} x {head_dim}"
+        )
+    rtol = check_real(rtol, "rtol", above=0.0)
+    seed = check_int(seed, "seed", maximum=_MAX_SEED)
+    x = np.random.default_rng(seed).standard_normal((n_positions, head_dim))
+    positions = np.arange(n_positions, dtype=np.float64)
+    description = f"rotate_fn(x, positions) with positions 0..{n_positions - 1}"
+    out = _rotate_with(rotate_fn, x, positions, description)
+    measured = np.linalg.norm(out, axis=-1) / np.linalg.norm(x, axis=-1)
+    measured = np.where(np.isfinite(measured), measured, np.inf)
+    wrong = np.abs(measured - expected) > rtol * expected
+    if not wrong.any():
+        return
+    row = int(np.argmax(np.abs(measured - expected)))
+    spread = "" if np.ptp(measured) <= rtol * expected else f" (from {measured.min():.6g} to {measured.max():.6g})"
+    raise AssertionError(
+        f"rotate_fn multiplies the length of q and k by {measured[row]:.6g}{spread}, the attention factor of this "
+        f"scaling is {expected:.6g} (posenc.rotary_attention_factor; rtol {rtol:g}), first at position "
+        f"{int(np.argmax(wrong))}: the logits q . k come out {measured[row] ** 2 / expected**2:.4g} times what "
+        f"they should be.{_yarn_factor_hint(float(measured[row]), scaling, rtol)}"
+    )

@@ -65,6 +65,7 @@ from posenc.testing import (
     assert_sinusoidal_odd_width_handled,
     assert_t5_buckets_exact,
     assert_t5_buckets_in_range,
+    assert_yarn_attention_factor,
     t5_float32_boundaries,
 )
 
@@ -591,6 +592,18 @@ BAD_CALLS = {
     ),
     "layout check of a str": Bad(lambda: assert_layouts_agree_after_permutation("w[perm]"), TypeError, "convert_fn"),
     "slopes check of an int": Bad(lambda: assert_alibi_slopes_match_reference(8), TypeError, "slopes_fn"),
+    "yarn factor check of a str": Bad(lambda: assert_yarn_attention_factor("rope", None), TypeError, "rotate_fn"),
+    "yarn factor check of an unknown key": Bad(
+        lambda: assert_yarn_attention_factor(print, {"rope_type": "yarn", "factor": 2.0, "msc": 1.0}),
+        ValueError,
+        "scaling",
+    ),
+    "yarn factor check over its own limit": Bad(
+        lambda: assert_yarn_attention_factor(print, None, head_dim=4096, n_positions=4096),
+        ValueError,
+        "n_positions",
+        large=True,
+    ),
     "alibi offset check of an array": Bad(lambda: assert_alibi_offset_matches_slice(np.zeros(3)), TypeError, "bias_fn"),
     "alibi offset check query longer than the cache": Bad(
         lambda: assert_alibi_offset_matches_slice(print, k_len=4, q_lens=[5]), ValueError, "q_lens"

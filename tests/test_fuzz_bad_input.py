@@ -77,6 +77,7 @@ from posenc.testing import (
     assert_sinusoidal_odd_width_handled,
     assert_t5_buckets_exact,
     assert_t5_buckets_in_range,
+    assert_yarn_attention_factor,
     t5_float32_boundaries,
 )
 
@@ -656,6 +657,21 @@ SPECS = {
             **_with(a, "bias_fn", lambda q_len, k_len: alibi_bias(a["n_heads"], q_len, k_len))
         ),
         lambda: dict(bias_fn=_reference_placeholder, n_heads=3, k_len=8, q_lens=(1, 3), atol=1e-5),
+        _passed,
+    ),
+    "posenc.testing.assert_yarn_attention_factor": Spec(
+        assert_yarn_attention_factor,
+        lambda a: assert_yarn_attention_factor(
+            **_with(a, "rotate_fn", lambda x, p: posenc.rotate(x, p, scaling=a["scaling"]))
+        ),
+        lambda: dict(
+            rotate_fn=_reference_placeholder,
+            scaling={"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 16},
+            head_dim=8,
+            n_positions=8,
+            rtol=1e-5,
+            seed=0,
+        ),
         _passed,
     ),
     "posenc.testing.assert_t5_buckets_in_range": Spec(

@@ -6,14 +6,19 @@ that let one of the faulty ones through, or that failed on posenc, would be a wr
 """
 
 import functools
+import math
 
 import numpy as np
 import pytest
 import torch
 
 import posenc
-from posenc.nn import ALiBiBias
-from posenc.testing import assert_alibi_offset_matches_slice, assert_rotary_angles_accurate
+from posenc.nn import ALiBiBias, RotaryEmbedding
+from posenc.testing import (
+    assert_alibi_offset_matches_slice,
+    assert_rotary_angles_accurate,
+    assert_yarn_attention_factor,
+)
 
 # --- Family 7: an ALiBi bias that vanishes during cached decoding (keras-team/keras-hub#2861, #2977) ------------
 
@@ -189,3 +194,77 @@ def test_a_refusal_that_names_the_limit_passes_within_it():
     assert_rotary_angles_accurate(guarded, n_positions=2048)
     with pytest.raises(AssertionError, match="raised ValueError: seq_len must be at most"):
         assert_rotary_angles_accurate(guarded, n_positions=2049)
+
+
+# --- Family 9: YaRN's attention factor and DeepSeek's two mscale coefficients (vllm-project/vllm#48621) ---------
+
+MINISTRAL3_LIKE = {  # factor 16 and both coefficients 1, as in the issue
+    "rope_type": "yarn",
+    "factor": 16.0,
+    "original_max_position_embeddings": 4096,
+    "mscale": 1.0,
+    "mscale_all_dim": 1.0,
+}
+V2_LITE_LIKE = {  # factor 40 and both coefficients 0.707, as in kekzl/imp#880
+    "rope_type": "yarn",
+    "factor": 40.0,
+    "original_max_position_embeddings": 4096,
+    "mscale": 0.707,
+    "mscale_all_dim": 0.707,
+}
+
+
+def yarn_times(scaling, factor):
+    """YaRN's frequencies of ``scaling``, the rotated q and k multiplied by ``factor`` (a cos/sin multiplier)."""
+    frequencies_only = dict(scaling, attention_factor=1.0)
+    return lambda x, positions: factor * posenc.rotate(x, positions, scaling=frequencies_only)
+
+
+def m(s, coefficient=1.0):
+    return 0.1 * coefficient * math.log(s) + 1.0
+
+
+@pytest.mark.parametrize("scaling", [MINISTRAL3_LIKE, V2_LITE_LIKE, {**MINISTRAL3_LIKE, "mscale_all_dim": 0.5}])
+def test_posenc_passes_with_its_own_factor(scaling):
+    assert_yarn_attention_factor(lambda x, p: posenc.rotate(x, p, scaling=scaling), scaling)
+    module = RotaryEmbedding(64, scaling=scaling)
+    assert_yarn_attention_factor(module, scaling, rtol=1e-6)  # float32 output: relative 1e-7 per entry
+
+
+def test_the_coefficients_dropped_are_caught():
+    """vLLM's generic YaRN: 0.1 ln 16 + 1 = 1.2773 where transformers gives 1 (logits 1.63 times too large)."""
+    faulty = yarn_times(MINISTRAL3_LIKE, m(16.0))
+    with pytest.raises(AssertionError, match="as if mscale and mscale_all_dim were absent") as caught:
+        assert_yarn_attention_factor(faulty, MINISTRAL3_LIKE)
+    assert "1.27726" in str(caught.value) and "1.631" in str(caught.value)
+    assert posenc.rotary_attention_factor(MINISTRAL3_LIKE) == 1.0
+    # without the two keys, the same factor is YaRN's own, and right
+    plain = {key: MINISTRAL3_LIKE[key] for key in ("rope_type", "factor", "original_max_position_embeddings")}
+    assert_yarn_attention_factor(faulty, plain)
+
+
+def test_one_coefficient_alone_is_caught():
+    """kekzl/imp#880: 0.1 x 0.707 ln 40 + 1 = 1.261 on cos and sin where the ratio, 1, was due."""
+    faulty = yarn_times(V2_LITE_LIKE, m(40.0, 0.707))
+    with pytest.raises(AssertionError, match="where the ratio of mscale's term"):
+        assert_yarn_attention_factor(faulty, V2_LITE_LIKE)
+
+
+def test_a_missing_factor_and_a_position_dependent_one_are_caught():
+    plain = {key: MINISTRAL3_LIKE[key] for key in ("rope_type", "factor", "original_max_position_embeddings")}
+    with pytest.raises(AssertionError, match="no attention factor at all"):
+        assert_yarn_attention_factor(yarn_times(plain, 1.0), plain)
+
+    def growing(x, positions):  # a factor that depends on the position
+        return (1.0 + 1e-3 * positions[:, None]) * posenc.rotate(x, positions, scaling=plain)
+
+    with pytest.raises(AssertionError, match=r"\(from 1.27726 to .* first at position 1:"):
+        assert_yarn_attention_factor(growing, plain)
+
+
+def test_an_explicit_attention_factor_wins():
+    """transformers and posenc: a given attention_factor replaces the derived one (vllm-project/vllm#48351)."""
+    given = {**MINISTRAL3_LIKE, "attention_factor": 1.5}
+    assert_yarn_attention_factor(yarn_times(MINISTRAL3_LIKE, 1.5), given)
+    with pytest.raises(AssertionError, match="attention factor of this scaling is 1.5"):
+        assert_yarn_attention_factor(yarn_times(MINISTRAL3_LIKE, m(16.0)), given)
