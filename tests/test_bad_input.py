@@ -56,6 +56,7 @@ from posenc.testing import (
     assert_alibi_offset_matches_slice,
     assert_alibi_slopes_match_reference,
     assert_layouts_agree_after_permutation,
+    assert_mrope_axes_match,
     assert_rotary_angles_accurate,
     assert_rotary_calls_independent,
     assert_rotary_offset_matches_slice,
@@ -603,6 +604,13 @@ BAD_CALLS = {
         ValueError,
         "n_positions",
         large=True,
+    ),
+    "mrope axes check of None": Bad(lambda: assert_mrope_axes_match(None, [2, 1, 1]), TypeError, "rotate_fn"),
+    "mrope axes check sections of the wrong sum": Bad(
+        lambda: assert_mrope_axes_match(print, [2, 1, 1]), ValueError, "mrope_section"
+    ),
+    "mrope axes check unknown assignment": Bad(
+        lambda: assert_mrope_axes_match(print, [24, 20, 20], assignment="blocked"), ValueError, "assignment"
     ),
     "alibi offset check of an array": Bad(lambda: assert_alibi_offset_matches_slice(np.zeros(3)), TypeError, "bias_fn"),
     "alibi offset check query longer than the cache": Bad(

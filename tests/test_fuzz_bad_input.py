@@ -68,6 +68,7 @@ from posenc.testing import (
     assert_alibi_offset_matches_slice,
     assert_alibi_slopes_match_reference,
     assert_layouts_agree_after_permutation,
+    assert_mrope_axes_match,
     assert_rotary_angles_accurate,
     assert_rotary_calls_independent,
     assert_rotary_offset_matches_slice,
@@ -671,6 +672,31 @@ SPECS = {
             n_positions=8,
             rtol=1e-5,
             seed=0,
+        ),
+        _passed,
+    ),
+    "posenc.testing.assert_mrope_axes_match": Spec(
+        assert_mrope_axes_match,
+        lambda a: assert_mrope_axes_match(
+            **_with(
+                a,
+                "rotate_fn",
+                lambda x, p: rotate_multiaxis(
+                    x,
+                    p,
+                    mrope_frequencies(a["head_dim"], a["mrope_section"], assignment=a["assignment"], base=a["base"]),
+                    layout=a["layout"],
+                ),
+            )
+        ),
+        lambda: dict(
+            rotate_fn=_reference_placeholder,
+            mrope_section=[2, 1, 1],
+            assignment="interleaved",
+            head_dim=8,
+            base=10000.0,
+            layout="halves",
+            atol=1e-5,
         ),
         _passed,
     ),

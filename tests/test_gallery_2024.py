@@ -13,9 +13,10 @@ import pytest
 import torch
 
 import posenc
-from posenc.nn import ALiBiBias, RotaryEmbedding
+from posenc.nn import ALiBiBias, MultiAxisRotaryEmbedding, RotaryEmbedding
 from posenc.testing import (
     assert_alibi_offset_matches_slice,
+    assert_mrope_axes_match,
     assert_rotary_angles_accurate,
     assert_yarn_attention_factor,
 )
@@ -268,3 +269,73 @@ def test_an_explicit_attention_factor_wins():
     assert_yarn_attention_factor(yarn_times(MINISTRAL3_LIKE, 1.5), given)
     with pytest.raises(AssertionError, match="attention factor of this scaling is 1.5"):
         assert_yarn_attention_factor(yarn_times(MINISTRAL3_LIKE, m(16.0)), given)
+
+
+# --- Family 10: an M-RoPE kernel hard-coded for the chunked assignment (vllm-project/vllm-gaudi#1437) ----------
+
+QWEN3_VL = [24, 20, 20]  # mrope_section of head_dim 128, interleaved
+QWEN2_VL = [16, 24, 24]  # chunked
+
+
+def hand_kernel(sections, interleave, head_dim=128, halves=False):
+    """cos/sin of every pair for each axis, then one axis per pair: in chunks, or every third pair from 1 and 2."""
+    pairs = np.arange(head_dim // 2)
+    if interleave:
+        axis = np.zeros(head_dim // 2, dtype=int)
+        axis[(pairs % 3 == 1) & (pairs < 3 * sections[1])] = 1
+        axis[(pairs % 3 == 2) & (pairs < 3 * sections[2])] = 2
+    else:
+        axis = np.repeat([0, 1, 2], sections)
+    omega = posenc.rotary_frequencies(head_dim)
+
+    def rotate(x, positions):
+        angles = np.asarray(positions)[:, axis] * omega  # (seq, pairs)
+        first, second = (pairs, pairs + head_dim // 2) if halves else (2 * pairs, 2 * pairs + 1)
+        out = x.copy()
+        out[:, first] = x[:, first] * np.cos(angles) - x[:, second] * np.sin(angles)
+        out[:, second] = x[:, first] * np.sin(angles) + x[:, second] * np.cos(angles)
+        return out
+
+    return rotate
+
+
+@pytest.mark.parametrize(("sections", "assignment"), [(QWEN3_VL, "interleaved"), (QWEN2_VL, "chunked")])
+def test_posenc_and_a_right_kernel_pass(sections, assignment):
+    frequencies = posenc.mrope_frequencies(128, sections, assignment=assignment)
+    for layout in ("interleaved", "halves"):
+        module = MultiAxisRotaryEmbedding(frequencies, layout=layout)
+        assert_mrope_axes_match(module, sections, assignment=assignment, layout=layout)
+        kernel = hand_kernel(sections, assignment == "interleaved", halves=layout == "halves")
+        assert_mrope_axes_match(kernel, sections, assignment=assignment, layout=layout)
+
+
+def test_a_kernel_that_always_chunks_is_caught_on_qwen3_vl():
+    """vllm-gaudi#1437: the split/concat mapping kept for an interleaved model."""
+    chunking = hand_kernel(QWEN3_VL, interleave=False)
+    with pytest.raises(AssertionError, match="follow the chunked assignment of the same sections") as caught:
+        assert_mrope_axes_match(chunking, QWEN3_VL, assignment="interleaved")
+    assert "pair 1 follows time, not height" in str(caught.value)
+    # on text (equal coordinates) the two kernels agree: why text-only tests pass
+    x = np.random.default_rng(0).standard_normal((5, 128))
+    text = np.repeat(np.arange(5.0)[:, None], 3, axis=1)
+    right = hand_kernel(QWEN3_VL, interleave=True)
+    assert np.allclose(chunking(x, text), right(x, text), rtol=0, atol=1e-12)
+
+
+def test_interleaving_a_chunked_model_is_caught():
+    sections = [22, 21, 21]  # the counts of both assignments for 64 pairs
+    with pytest.raises(AssertionError, match="follow the interleaved assignment"):
+        assert_mrope_axes_match(hand_kernel(sections, interleave=True), sections, assignment="chunked")
+
+
+def test_swapped_axes_and_wrong_frequencies_are_caught():
+    swapped = hand_kernel([16, 24, 24], interleave=False)
+
+    def height_width_swapped(x, positions):
+        return swapped(x, np.asarray(positions)[:, [0, 2, 1]])
+
+    with pytest.raises(AssertionError, match="follows width, not height"):
+        assert_mrope_axes_match(height_width_swapped, QWEN2_VL)
+    frequencies = posenc.mrope_frequencies(128, QWEN2_VL, base=500000.0)
+    with pytest.raises(AssertionError, match="every pair follows the right axis, but angles are off"):
+        assert_mrope_axes_match(lambda x, p: posenc.rotate_multiaxis(x, p, frequencies), QWEN2_VL)
