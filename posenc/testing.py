@@ -23,9 +23,11 @@ Rotary (RoPE)
     :func:`assert_rotary_angles_accurate`, :func:`assert_rotary_scores_depend_on_offset_only`,
     :func:`assert_rotary_offset_matches_slice`, :func:`assert_rotary_calls_independent`,
     :func:`assert_rotary_uses_sequence_axis`,
-    :func:`assert_layouts_agree_after_permutation`
+    :func:`assert_layouts_agree_after_permutation`, :func:`assert_yarn_attention_factor`,
+    :func:`assert_mrope_axes_match`
 ALiBi and T5
-    :func:`assert_alibi_slopes_match_reference`, :func:`assert_t5_buckets_in_range`,
+    :func:`assert_alibi_slopes_match_reference`, :func:`assert_alibi_offset_matches_slice`,
+    :func:`assert_t5_buckets_in_range`,
     :func:`assert_t5_buckets_exact`, :func:`t5_float32_boundaries`
 """
 
@@ -33,7 +35,7 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -65,6 +67,9 @@ __all__ = [
     "assert_t5_buckets_in_range",
     "assert_t5_buckets_exact",
     "t5_float32_boundaries",
+    "assert_alibi_offset_matches_slice",
+    "assert_yarn_attention_factor",
+    "assert_mrope_axes_match",
 ]
 
 _MAX_POSITION = 2**24
@@ -400,7 +405,9 @@ def assert_rotary_angles_accurate(
     ------
     AssertionError
         If an angle is off by more than ``atol`` (the message gives the position, the pair, both angles and
-        how many angles are off), if a rotated pair does not keep its length, or if ``rotate_fn`` raises.
+        how many angles are off, and says so when every wrong angle is that of a position of a shorter table,
+        clamped or wrapped past its end), if a rotated pair does not keep its length, or if ``rotate_fn``
+        raises (a table indexed past its end, for instance).
     TypeError, ValueError
         If an argument of the check is invalid.
 
@@ -465,14 +472,46 @@ def assert_rotary_angles_accurate(
     first_bad = int(np.flatnonzero(bad.any(axis=1))[0])
     got = math.atan2(got_sin[position, pair], got_cos[position, pair])
     want = math.atan2(ref_sin[position, pair], ref_cos[position, pair])
+    cause = _short_table(got_cos, got_sin, ref_cos, ref_sin, first_bad, atol) or (
+        "Positions, frequencies or angles held in float16 or bfloat16 give errors of this kind; compute the "
+        "angles in float32 or better."
+    )
     raise AssertionError(
         f"{int(bad.sum())} of {bad.size} rotary angles are off by more than {atol:.3g} rad (layout {layout!r}, "
         f"base {base:g}); the first wrong position is {first_bad}. Worst: position {position}, pair {pair} "
         f"(frequency {omega:.6g}, true angle {position * omega:.6g} rad): got {got:.4f} rad mod 2 pi, expected "
         f"{want:.4f}, error {error[position, pair]:.3g} rad; length of the rotated unit pair "
-        f"{radius[position, pair]:.4f}. Positions, frequencies or angles held in float16 or bfloat16 give "
-        f"errors of this kind; compute the angles in float32 or better."
+        f"{radius[position, pair]:.4f}. {cause}"
     )
+
+
+def _short_table(
+    got_cos: NDArray[np.float64],
+    got_sin: NDArray[np.float64],
+    ref_cos: NDArray[np.float64],
+    ref_sin: NDArray[np.float64],
+    first_bad: int,
+    atol: float,
+) -> str:
+    """What a table of ``first_bad`` positions, clamped or wrapped past its end, explains; "" if neither does."""
+    if first_bad < 1:
+        return ""
+    tail = slice(first_bad, None)
+    got_angle = np.arctan2(got_sin[tail], got_cos[tail])
+    candidates = {
+        "clamped": np.full(got_angle.shape[0], first_bad - 1),  # every later position reads the last row
+        "wrapped": np.arange(first_bad, got_cos.shape[0]) % first_bad,  # position p reads row p mod length
+    }
+    for name, rows in candidates.items():
+        error = np.abs(_wrap(got_angle - np.arctan2(ref_sin[rows], ref_cos[rows])))
+        if np.all(error <= atol):
+            reads = f"that of position {first_bad - 1}" if name == "clamped" else f"that of position p mod {first_bad}"
+            return (
+                f"From position {first_bad} on, the angle of every position p is {reads}: a table of {first_bad} "
+                f"positions, {name} past its end. Build the table for the longest context, compute the angles from "
+                f"the positions, or refuse longer inputs with an error that names the limit."
+            )
+    return ""
 
 
 def assert_rotary_scores_depend_on_offset_only(
@@ -1308,4 +1347,413 @@ def assert_t5_buckets_exact(
         f"{call} puts offset {offsets[i]} in bucket {got[i]:g}, the exact bucket is {want[i]} "
         f"({int(wrong.sum())} of {len(offsets)} offsets differ, {int((wrong & on_boundary).sum())} of them on a "
         f"bucket boundary). {where}"
+    )
+
+
+# --- Checks added for the bugs of 2024-2026 --------------------------------------------------------------------
+
+
+def _alibi_bias_of(fn: Implementation, n_heads: int, q_len: int, k_len: int) -> NDArray[np.float64]:
+    """``fn(q_len, k_len)`` as a float64 ``(n_heads, q_len, k_len)`` array, broadcast as attention would add it."""
+    call = f"bias_fn({q_len}, {k_len})"
+    bias = _as_array(_call(fn, call, q_len, k_len), call)
+    while bias.ndim > 3 and bias.shape[0] == 1:  # a batch axis of one
+        bias = bias[0]
+    try:
+        return np.broadcast_to(bias, (n_heads, q_len, k_len))
+    except ValueError as error:
+        raise AssertionError(
+            f"{call} returned shape {bias.shape}, which does not broadcast to (n_heads, q_len, k_len) = "
+            f"({n_heads}, {q_len}, {k_len}): the bias must cover every key of the cache, not only the queries"
+        ) from error
+
+
+def _centred_rows(bias: NDArray[np.float64], visible: NDArray[np.bool_]) -> NDArray[np.float64]:
+    """``bias`` minus the mean of each row over its visible keys (a constant per row, which softmax ignores)."""
+    finite_visible = np.where(visible, bias, 0.0)
+    mean = finite_visible.sum(axis=-1, keepdims=True) / visible.sum(axis=-1, keepdims=True)
+    centred: NDArray[np.float64] = np.where(visible, bias - mean, 0.0)
+    return centred
+
+
+def assert_alibi_offset_matches_slice(
+    bias_fn: Implementation,
+    *,
+    n_heads: int = 8,
+    k_len: int = 16,
+    q_lens: Sequence[int] = (1, 3),
+    atol: float = 1e-5,
+) -> None:
+    r"""Check that the ALiBi bias of the last queries of a cache is the slice of the whole sequence's bias.
+
+    Parameters
+    ----------
+    bias_fn : callable
+        ``bias_fn(q_len, k_len)`` returns the bias added to the attention scores of the last ``q_len`` queries
+        (positions ``k_len - q_len, ..., k_len - 1``) against all ``k_len`` keys (positions ``0, ..., k_len -
+        1``), the way a decoding step with a key-value cache uses it: an array or tensor that broadcasts to
+        ``(n_heads, q_len, k_len)``, with leading batch axes of size 1 allowed. :class:`posenc.nn.ALiBiBias`
+        passes as it is; ``functools.partial(posenc.alibi_bias, n_heads)`` too.
+    n_heads : int, default 8
+        Number of heads, between 1 and 1024; head ``h`` must use ALiBi's slope
+        (:func:`posenc.alibi_slopes`).
+    k_len : int, default 16
+        Length of the cache, queries included; between 2 and 4096, with ``n_heads * k_len**2`` at most
+        ``2**22``.
+    q_lens : sequence of ints, default (1, 3)
+        The query lengths tried, each between 1 and ``k_len``; 1 is one decoding step.
+    atol : float, default 1e-5
+        Largest accepted difference, relative to the largest bias :math:`\max_h m_h\,(k_len - 1)`.
+
+    Returns
+    -------
+    None
+
+    Raises
+    ------
+    AssertionError
+        If for some ``q_len`` a head's bias differs from ALiBi's :math:`-m_h\,(i - j)` at a key the query
+        sees, after removing a constant per query row (the message names the call, the query's position, the
+        head and the key, and says whether the bias is constant along the keys), if the result does not
+        broadcast to ``(n_heads, q_len, k_len)``, or if ``bias_fn`` raises.
+    TypeError, ValueError
+        If an argument of the check is invalid.
+
+    Notes
+    -----
+    ALiBi adds :math:`-m_h\,(i - j)` to the score of query position :math:`i` and key position :math:`j`
+    [1]_. During cached decoding the query is the last position of the cache, not position 0: a bias built
+    over the query's own window, or with the query's offset dropped, gives the row of the wrong position.
+    For a single query such a row is often constant (:math:`m_h \cdot 0` broadcast over the cache), so that
+    the model decodes with no positional bias at all while the full-sequence pass, and every test that runs
+    only it, is right. Only keys :math:`j \le i` are compared (what a causal mask adds elsewhere is free),
+    and a constant per query row is allowed: softmax ignores it, which is why implementations that add
+    :math:`m_h\,j` (BLOOM's and Falcon's form) are equivalent to the paper's.
+
+    References
+    ----------
+    .. [1] O. Press, N. A. Smith, M. Lewis, "Train Short, Test Long: Attention with Linear Biases Enables
+       Input Length Extrapolation", ICLR 2022, arXiv:2108.12409.
+
+    Examples
+    --------
+    >>> import functools, posenc
+    >>> assert_alibi_offset_matches_slice(functools.partial(posenc.alibi_bias, 8))
+    >>> def window_only(q_len, k_len):  # built over the queries alone, positions 0 .. q_len - 1
+    ...     return posenc.alibi_slopes(8)[:, None, None] * np.arange(q_len)
+    >>> assert_alibi_offset_matches_slice(window_only)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    AssertionError: bias_fn(1, 16): the bias of query position 15, head 0 (slope 0.5)...constant along the keys...
+    """
+    _check_implementation(bias_fn, "bias_fn")
+    n_heads = check_int(n_heads, "n_heads", minimum=1, maximum=1024)
+    k_len = check_int(k_len, "k_len", minimum=2, maximum=4096)
+    if n_heads * k_len * k_len > _MAX_CHECK_ELEMENTS:
+        raise ValueError(f"n_heads x k_len**2 must be at most {_MAX_CHECK_ELEMENTS}, got {n_heads} x {k_len}**2")
+    lengths = _check_int_sequence(q_lens, "q_lens", low=1, high=k_len)
+    atol = check_real(atol, "atol", above=0.0)
+    slopes = posenc.alibi_slopes(n_heads)
+    scale = float(slopes.max()) * (k_len - 1)
+    for q_len in (int(n) for n in lengths):
+        offset = k_len - q_len
+        got = _alibi_bias_of(bias_fn, n_heads, q_len, k_len)
+        want = posenc.alibi_bias(n_heads, q_len, k_len)
+        visible = np.broadcast_to(np.arange(k_len)[None, :] <= offset + np.arange(q_len)[:, None], got.shape)
+        finite = np.isfinite(got) | ~visible
+        error = np.abs(_centred_rows(np.where(finite, got, 0.0), visible) - _centred_rows(want, visible)) / scale
+        error = np.where(finite, error, np.inf)
+        if error.max() <= atol:
+            continue
+        head, row, key = np.unravel_index(int(np.argmax(error)), error.shape)
+        row_got = got[head, row][visible[head, row]]
+        flat = bool(np.isfinite(row_got).all() and np.ptp(row_got) <= atol * scale)
+        hint = (
+            " The bias is constant along the keys: it adds no position information, as a bias built over the "
+            "queries alone does for one query (slope x 0, broadcast over the cache)."
+            if flat
+            else " A bias computed as if the queries started at position 0 (the cache's length dropped) "
+            "gives rows of this kind."
+        )
+        raise AssertionError(
+            f"bias_fn({q_len}, {k_len}): the bias of query position {offset + row}, head {head} (slope "
+            f"{slopes[head]:.6g}), differs from ALiBi's -slope x (i - j) by up to {error.max():.3g} of the "
+            f"largest bias {scale:.4g} (atol {atol:g}), worst at key {key}, after removing a constant per row; "
+            f"the row over keys 0..{offset + row} is {_show(row_got)}, ALiBi's is "
+            f"{_show(want[head, row][visible[head, row]])}.{hint}"
+        )
+
+
+def _yarn_factor_hint(measured: float, scaling: object, rtol: float) -> str:
+    """Which known mistake a measured factor matches, for a YaRN scaling; "" if none does."""
+
+    def get(key: str) -> object:
+        if isinstance(scaling, posenc.RopeScaling):
+            return getattr(scaling, key, None)
+        return scaling.get(key) if isinstance(scaling, Mapping) else None
+
+    rope_type = get("rope_type") if get("rope_type") is not None else get("type")
+    factor, mscale, mscale_all_dim = get("factor"), get("mscale"), get("mscale_all_dim")
+    if rope_type != "yarn" or not isinstance(factor, (int, float)) or get("attention_factor") is not None:
+        return ""
+
+    def m(coefficient: float) -> float:  # YaRN's 0.1 * coefficient * ln(s) + 1
+        return 1.0 if factor <= 1.0 else 0.1 * coefficient * math.log(factor) + 1.0
+
+    known = [(1.0, "1: no attention factor at all, the rotated q and k keep their length")]
+    if isinstance(mscale, (int, float)) and isinstance(mscale_all_dim, (int, float)) and mscale and mscale_all_dim:
+        known = [
+            (m(1.0), "0.1 ln(s) + 1, as if mscale and mscale_all_dim were absent: they were dropped on the way"),
+            (m(mscale), "0.1 mscale ln(s) + 1, where the ratio of mscale's term to mscale_all_dim's was due"),
+            *known,
+        ]
+    for value, what in known:
+        if abs(measured - value) <= rtol * value:
+            return f" The measured factor is {what}."
+    return ""
+
+
+def assert_yarn_attention_factor(
+    rotate_fn: Implementation,
+    scaling: posenc.RopeScaling | Mapping[str, object] | None,
+    *,
+    head_dim: int = 64,
+    n_positions: int = 64,
+    rtol: float = 1e-5,
+    seed: int = 0,
+) -> None:
+    r"""Check the factor a rotary implementation multiplies q and k by against the scaling's attention factor.
+
+    Parameters
+    ----------
+    rotate_fn : callable
+        ``rotate_fn(x, positions)`` rotates ``x`` ``(seq, head_dim)`` at ``positions`` ``(seq,)`` with the
+        scaling ``scaling`` and returns the same shape (a ``torch.nn.Module`` gets ``positions=``), as
+        :func:`assert_rotary_angles_accurate` calls it.
+    scaling : RopeScaling, dict or None
+        The scaling ``rotate_fn`` was configured with, as :func:`posenc.rotary_attention_factor` takes it
+        (a transformers-style ``rope_parameters`` dict, for instance a YaRN one with ``"mscale"`` and
+        ``"mscale_all_dim"``).
+    head_dim : int, default 64
+        Width of one head; even, at most 4096.
+    n_positions : int, default 64
+        Positions ``0, ..., n_positions - 1`` are rotated; at most 4096.
+    rtol : float, default 1e-5
+        Largest accepted relative difference of the factor.
+    seed : int, default 0
+        Seed of the random input.
+
+    Returns
+    -------
+    None
+
+    Raises
+    ------
+    AssertionError
+        If the length of some rotated row, divided by the length of the input row, differs from
+        ``posenc.rotary_attention_factor(scaling)`` by more than ``rtol`` (the message gives both factors and,
+        for YaRN, whether the measured one is a known mistake: the mscale coefficients dropped, one used
+        alone, or no factor), or if ``rotate_fn`` raises.
+    TypeError, ValueError
+        If an argument of the check is invalid.
+
+    Notes
+    -----
+    A rotation keeps lengths, so whatever changes the length of the rotated query and key is the attention
+    factor; the logits :math:`q \cdot k` grow by its square. YaRN's factor is :math:`0.1 \ln s + 1` for a
+    scaling factor :math:`s` [1]_; DeepSeek's configurations carry two coefficients, ``mscale`` and
+    ``mscale_all_dim``, and transformers (``_compute_yarn_parameters``) and posenc then multiply cos and sin
+    by :math:`(0.1\,\text{mscale} \ln s + 1) / (0.1\,\text{mscale\_all\_dim} \ln s + 1)`, which is 1 when
+    the two are equal. DeepSeek's attention applies the square of the second term to its softmax scale, a
+    factor of the whole logit that this check does not see. The factor is measured on every position, so
+    one that depends on the position is caught too.
+
+    References
+    ----------
+    .. [1] B. Peng et al., "YaRN: Efficient Context Window Extension of Large Language Models",
+       arXiv:2309.00071.
+
+    Examples
+    --------
+    >>> import posenc
+    >>> yarn = {"rope_type": "yarn", "factor": 16.0, "original_max_position_embeddings": 4096,
+    ...         "mscale": 1.0, "mscale_all_dim": 1.0}
+    >>> assert_yarn_attention_factor(lambda x, p: posenc.rotate(x, p, scaling=yarn), yarn)
+    >>> plain = {key: yarn[key] for key in ("rope_type", "factor", "original_max_position_embeddings")}
+    >>> assert_yarn_attention_factor(lambda x, p: posenc.rotate(x, p, scaling=plain), yarn)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    AssertionError: rotate_fn multiplies the length of q and k by 1.27726..., the attention factor ... is 1...
+    """
+    _check_implementation(rotate_fn, "rotate_fn")
+    expected = posenc.rotary_attention_factor(scaling)
+    head_dim = check_int(head_dim, "head_dim", minimum=2, maximum=4096, even=True)
+    n_positions = check_int(n_positions, "n_positions", minimum=1, maximum=4096)
+    if n_positions * head_dim > _MAX_CHECK_ELEMENTS:
+        raise ValueError(
+            f"n_positions x head_dim must be at most {_MAX_CHECK_ELEMENTS}, got {n_positions} x {head_dim}"
+        )
+    rtol = check_real(rtol, "rtol", above=0.0)
+    seed = check_int(seed, "seed", maximum=_MAX_SEED)
+    x = np.random.default_rng(seed).standard_normal((n_positions, head_dim))
+    positions = np.arange(n_positions, dtype=np.float64)
+    description = f"rotate_fn(x, positions) with positions 0..{n_positions - 1}"
+    out = _rotate_with(rotate_fn, x, positions, description)
+    measured = np.linalg.norm(out, axis=-1) / np.linalg.norm(x, axis=-1)
+    measured = np.where(np.isfinite(measured), measured, np.inf)
+    wrong = np.abs(measured - expected) > rtol * expected
+    if not wrong.any():
+        return
+    row = int(np.argmax(np.abs(measured - expected)))
+    spread = "" if np.ptp(measured) <= rtol * expected else f" (from {measured.min():.6g} to {measured.max():.6g})"
+    raise AssertionError(
+        f"rotate_fn multiplies the length of q and k by {measured[row]:.6g}{spread}, the attention factor of this "
+        f"scaling is {expected:.6g} (posenc.rotary_attention_factor; rtol {rtol:g}), first at position "
+        f"{int(np.argmax(wrong))}: the logits q . k come out {measured[row] ** 2 / expected**2:.4g} times what "
+        f"they should be.{_yarn_factor_hint(float(measured[row]), scaling, rtol)}"
+    )
+
+
+_MROPE_AXES = ("time", "height", "width")
+
+
+def _axis_of_pairs(angles: NDArray[np.float64], atol: float) -> NDArray[np.intp]:
+    """For angles ``(3, seq, n_pairs)``, one axis swept at a time: each pair's axis (-1 none, 3 several)."""
+    moves = (np.abs(angles) > atol).any(axis=1)  # (3, n_pairs)
+    axis = np.where(moves.sum(axis=0) == 1, moves.argmax(axis=0), np.where(moves.any(axis=0), 3, -1))
+    return np.asarray(axis, dtype=np.intp)
+
+
+def assert_mrope_axes_match(
+    rotate_fn: Implementation,
+    mrope_section: Sequence[int],
+    *,
+    assignment: posenc.MRopeAssignment = "chunked",
+    head_dim: int = 128,
+    base: float = 10000.0,
+    layout: RotaryLayout = "interleaved",
+    atol: float = 1e-5,
+) -> None:
+    r"""Check which axis (time, height, width) each rotated pair of a multimodal rotary embedding follows.
+
+    Parameters
+    ----------
+    rotate_fn : callable
+        ``rotate_fn(x, positions)`` rotates ``x`` ``(seq, head_dim)`` by the coordinates ``positions``
+        ``(seq, 3)`` (time, height, width of each token) and returns the same shape; a ``torch.nn.Module``
+        such as :class:`posenc.nn.MultiAxisRotaryEmbedding` is called ``rotate_fn(x, positions=positions)``.
+    mrope_section : sequence of three ints
+        The model's ``mrope_section``, as :func:`posenc.mrope_frequencies` takes it.
+    assignment : {"chunked", "interleaved"}, default "chunked"
+        The model's assignment of pairs to axes: Qwen2-VL's contiguous sections or Qwen3-VL's interleaving.
+    head_dim : int, default 128
+        Width of one head, all rotated; even, at most 4096.
+    base : float, default 10000.0
+        ``rope_theta``; greater than 1.
+    layout : {"interleaved", "halves"}, default "interleaved"
+        How ``rotate_fn`` pairs features, as in :func:`posenc.rotate_multiaxis`.
+    atol : float, default 1e-5
+        Largest accepted angle error in radians; also the smallest angle counted as a turn.
+
+    Returns
+    -------
+    None
+
+    Raises
+    ------
+    AssertionError
+        If some pair turns with another axis than ``mrope_frequencies(head_dim, mrope_section,
+        assignment=assignment)`` gives it (the message lists the pairs, and says when the implementation
+        follows the other assignment), if an angle is otherwise off by more than ``atol``, or if
+        ``rotate_fn`` raises.
+    TypeError, ValueError
+        If an argument of the check is invalid.
+
+    Notes
+    -----
+    A text token has equal time, height and width coordinates, so every assignment of pairs to axes gives it
+    the same angles: a kernel that follows the wrong assignment is right on text and wrong on images and
+    video. The check rotates the unit vector :math:`(1, 0)` in every pair at 16 tokens, three times, moving
+    one axis at a time (coordinates 1 to 16 on that axis, 0 on the others), reads each pair's angle and
+    compares it with :func:`posenc.rotate_multiaxis` and the frequencies of :func:`posenc.mrope_frequencies`.
+
+    References
+    ----------
+    .. [1] P. Wang et al., "Qwen2-VL: Enhancing Vision-Language Model's Perception of the World at Any
+       Resolution", arXiv:2409.12191.
+
+    Examples
+    --------
+    >>> import posenc
+    >>> f = posenc.mrope_frequencies(128, [24, 20, 20], assignment="interleaved")
+    >>> assert_mrope_axes_match(lambda x, p: posenc.rotate_multiaxis(x, p, f), [24, 20, 20], assignment="interleaved")
+    >>> chunked = posenc.mrope_frequencies(128, [24, 20, 20])
+    >>> assert_mrope_axes_match(  # doctest: +ELLIPSIS
+    ...     lambda x, p: posenc.rotate_multiaxis(x, p, chunked), [24, 20, 20], assignment="interleaved"
+    ... )
+    Traceback (most recent call last):
+        ...
+    AssertionError: ... of 64 pairs follow the wrong axis...the chunked assignment...
+    """
+    _check_implementation(rotate_fn, "rotate_fn")
+    head_dim = check_int(head_dim, "head_dim", minimum=2, maximum=4096, even=True)
+    assignment = check_choice(assignment, "assignment", posenc.MROPE_ASSIGNMENTS)
+    base = check_real(base, "base", above=1.0)
+    layout = check_choice(layout, "layout", ROTARY_LAYOUTS)
+    atol = check_real(atol, "atol", above=0.0)
+    frequencies = posenc.mrope_frequencies(head_dim, mrope_section, assignment=assignment, base=base)
+    seq = 16
+    x = np.zeros((seq, head_dim))
+    first, _ = _pairs(x, layout)
+    first[...] = 1.0  # (1, 0) in every pair: the output is (cos, sin) of each angle
+    got_angles, want_angles = [], []
+    for axis in range(3):
+        positions = np.zeros((seq, 3))
+        positions[:, axis] = np.arange(1, seq + 1)
+        description = f"rotate_fn(x, positions) with {_MROPE_AXES[axis]} 1..{seq}, the other axes 0"
+        if _is_torch_module(rotate_fn):
+            out = _call(rotate_fn, description, _tensor(x, "float32"), positions=_tensor(positions, "float64"))
+        else:
+            out = _call(rotate_fn, description, x.copy(), positions.copy())
+        out = _as_array(out, description)
+        _expect_shape(out, x.shape, description)
+        got_cos, got_sin = _pairs(out, layout)
+        ref_cos, ref_sin = _pairs(posenc.rotate_multiaxis(x, positions, frequencies, layout=layout), layout)
+        got_angles.append(np.arctan2(got_sin, got_cos))
+        want_angles.append(np.arctan2(ref_sin, ref_cos))
+    got, want = np.array(got_angles), np.array(want_angles)  # (axis, token, pair)
+    error = np.abs(_wrap(got - want))
+    error = np.where(np.isfinite(error), error, np.inf)
+    if error.max() <= atol:
+        return
+    got_axis, want_axis = _axis_of_pairs(got, atol), _axis_of_pairs(want, atol)
+    wrong = np.flatnonzero(got_axis != want_axis)
+    names = (*_MROPE_AXES, "several axes")
+    if wrong.size == 0:
+        worst_axis, token, pair = (int(i) for i in np.unravel_index(int(np.argmax(error)), error.shape))
+        raise AssertionError(
+            f"every pair follows the right axis, but angles are off by up to {error.max():.3g} rad (atol {atol:g}), "
+            f"worst at pair {pair} of token {token} with {_MROPE_AXES[worst_axis]} {token + 1}: check the frequencies "
+            f"and the base ({base:g})"
+        )
+    shown = ", ".join(
+        f"pair {i} follows {names[got_axis[i]] if got_axis[i] >= 0 else 'no axis'}, not {names[want_axis[i]]}"
+        for i in wrong[:4]
+    )
+    other: posenc.MRopeAssignment = "interleaved" if assignment == "chunked" else "chunked"
+    try:  # the other assignment of the same sections, if they are valid for it
+        other_frequencies = posenc.mrope_frequencies(head_dim, mrope_section, assignment=other, base=base)
+    except ValueError:
+        other_frequencies = None
+    hint = ""
+    if other_frequencies is not None and np.array_equal(got_axis, np.abs(other_frequencies).argmax(axis=0)):
+        hint = (
+            f" The pairs follow the {other} assignment of the same sections: the kernel ignores the model's "
+            f"{assignment!r} assignment (Qwen2-VL's is chunked, Qwen3-VL's interleaved)."
+        )
+    more = f" and {wrong.size - 4} more" if wrong.size > 4 else ""
+    raise AssertionError(
+        f"{wrong.size} of {head_dim // 2} pairs follow the wrong axis for mrope_section {list(mrope_section)} and "
+        f"assignment {assignment!r}: {shown}{more}.{hint} Text tokens, whose three "
+        f"coordinates are equal, do not show this; images and video do."
     )

@@ -53,8 +53,10 @@ from posenc.nn import (
     causal_mask_mod,
 )
 from posenc.testing import (
+    assert_alibi_offset_matches_slice,
     assert_alibi_slopes_match_reference,
     assert_layouts_agree_after_permutation,
+    assert_mrope_axes_match,
     assert_rotary_angles_accurate,
     assert_rotary_calls_independent,
     assert_rotary_offset_matches_slice,
@@ -64,6 +66,7 @@ from posenc.testing import (
     assert_sinusoidal_odd_width_handled,
     assert_t5_buckets_exact,
     assert_t5_buckets_in_range,
+    assert_yarn_attention_factor,
     t5_float32_boundaries,
 )
 
@@ -590,6 +593,32 @@ BAD_CALLS = {
     ),
     "layout check of a str": Bad(lambda: assert_layouts_agree_after_permutation("w[perm]"), TypeError, "convert_fn"),
     "slopes check of an int": Bad(lambda: assert_alibi_slopes_match_reference(8), TypeError, "slopes_fn"),
+    "yarn factor check of a str": Bad(lambda: assert_yarn_attention_factor("rope", None), TypeError, "rotate_fn"),
+    "yarn factor check of an unknown key": Bad(
+        lambda: assert_yarn_attention_factor(print, {"rope_type": "yarn", "factor": 2.0, "msc": 1.0}),
+        ValueError,
+        "scaling",
+    ),
+    "yarn factor check over its own limit": Bad(
+        lambda: assert_yarn_attention_factor(print, None, head_dim=4096, n_positions=4096),
+        ValueError,
+        "n_positions",
+        large=True,
+    ),
+    "mrope axes check of None": Bad(lambda: assert_mrope_axes_match(None, [2, 1, 1]), TypeError, "rotate_fn"),
+    "mrope axes check sections of the wrong sum": Bad(
+        lambda: assert_mrope_axes_match(print, [2, 1, 1]), ValueError, "mrope_section"
+    ),
+    "mrope axes check unknown assignment": Bad(
+        lambda: assert_mrope_axes_match(print, [24, 20, 20], assignment="blocked"), ValueError, "assignment"
+    ),
+    "alibi offset check of an array": Bad(lambda: assert_alibi_offset_matches_slice(np.zeros(3)), TypeError, "bias_fn"),
+    "alibi offset check query longer than the cache": Bad(
+        lambda: assert_alibi_offset_matches_slice(print, k_len=4, q_lens=[5]), ValueError, "q_lens"
+    ),
+    "alibi offset check over its own limit": Bad(
+        lambda: assert_alibi_offset_matches_slice(print, n_heads=1024, k_len=4096), ValueError, "k_len", large=True
+    ),
     "bucket check of None": Bad(lambda: assert_t5_buckets_in_range(None), TypeError, "bucket_fn"),
     "bucket check one bucket": Bad(lambda: assert_t5_buckets_in_range(print, num_buckets=1), ValueError, "num_buckets"),
     "exact bucket check of None": Bad(lambda: assert_t5_buckets_exact(None), TypeError, "bucket_fn"),

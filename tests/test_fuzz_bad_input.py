@@ -65,8 +65,10 @@ from posenc.nn import (
     causal_mask_mod,
 )
 from posenc.testing import (
+    assert_alibi_offset_matches_slice,
     assert_alibi_slopes_match_reference,
     assert_layouts_agree_after_permutation,
+    assert_mrope_axes_match,
     assert_rotary_angles_accurate,
     assert_rotary_calls_independent,
     assert_rotary_offset_matches_slice,
@@ -76,6 +78,7 @@ from posenc.testing import (
     assert_sinusoidal_odd_width_handled,
     assert_t5_buckets_exact,
     assert_t5_buckets_in_range,
+    assert_yarn_attention_factor,
     t5_float32_boundaries,
 )
 
@@ -647,6 +650,54 @@ SPECS = {
         assert_alibi_slopes_match_reference,
         lambda a: assert_alibi_slopes_match_reference(**a),
         lambda: dict(slopes_fn=posenc.alibi_slopes, max_heads=8, rtol=1e-6),
+        _passed,
+    ),
+    "posenc.testing.assert_alibi_offset_matches_slice": Spec(
+        assert_alibi_offset_matches_slice,
+        lambda a: assert_alibi_offset_matches_slice(
+            **_with(a, "bias_fn", lambda q_len, k_len: alibi_bias(a["n_heads"], q_len, k_len))
+        ),
+        lambda: dict(bias_fn=_reference_placeholder, n_heads=3, k_len=8, q_lens=(1, 3), atol=1e-5),
+        _passed,
+    ),
+    "posenc.testing.assert_yarn_attention_factor": Spec(
+        assert_yarn_attention_factor,
+        lambda a: assert_yarn_attention_factor(
+            **_with(a, "rotate_fn", lambda x, p: posenc.rotate(x, p, scaling=a["scaling"]))
+        ),
+        lambda: dict(
+            rotate_fn=_reference_placeholder,
+            scaling={"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 16},
+            head_dim=8,
+            n_positions=8,
+            rtol=1e-5,
+            seed=0,
+        ),
+        _passed,
+    ),
+    "posenc.testing.assert_mrope_axes_match": Spec(
+        assert_mrope_axes_match,
+        lambda a: assert_mrope_axes_match(
+            **_with(
+                a,
+                "rotate_fn",
+                lambda x, p: rotate_multiaxis(
+                    x,
+                    p,
+                    mrope_frequencies(a["head_dim"], a["mrope_section"], assignment=a["assignment"], base=a["base"]),
+                    layout=a["layout"],
+                ),
+            )
+        ),
+        lambda: dict(
+            rotate_fn=_reference_placeholder,
+            mrope_section=[2, 1, 1],
+            assignment="interleaved",
+            head_dim=8,
+            base=10000.0,
+            layout="halves",
+            atol=1e-5,
+        ),
         _passed,
     ),
     "posenc.testing.assert_t5_buckets_in_range": Spec(
