@@ -43,7 +43,8 @@ def _rotary(after_other_theta: bool) -> Any:
         padded = np.zeros((length, x.shape[1]))
         padded[offset : offset + len(x)] = x
         out = modules[dtype](jnp.asarray(padded, dtype=getattr(jnp, dtype)))
-        return np.asarray(out[offset : offset + len(x)].astype(jnp.float32), dtype=np.float64)
+        # slice in NumPy: a JAX slice compiles anew for every offset
+        return np.asarray(out).astype(np.float64)[offset : offset + len(x)]
 
     return by_offset(rotate_at)
 
