@@ -4,8 +4,8 @@ itself (it must fail a broken adapter, measure errors without the check, and imp
 The expected verdicts are the chapter's written ones: four failures, from rotary-embedding-torch in
 bfloat16, the Equinox module that ran after another base, and Falcon's bfloat16 ALiBi slopes. Errors are
 compared with ranges that follow from the arithmetic, never with the exact numbers of this machine:
-float32 angles at positions below 2**14 err by a few float32 units of the largest angle (about 1e-3 rad,
-the checks' tolerance is 2**-20 * 16383 = 0.0156), cos and sin rounded to bfloat16 (8 significant bits)
+float32 angles at positions below 2**13 err by a few float32 units of the largest angle (below 1e-3 rad;
+the checks' tolerance is 2**-20 * 8191 = 0.0078), cos and sin rounded to bfloat16 (8 significant bits)
 by at most about 2**-8 rad, and an angle from a wrong position or base by anything up to pi.
 """
 

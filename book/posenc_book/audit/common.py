@@ -14,6 +14,7 @@ bidirectional=..., num_buckets=..., max_distance=...)``, in the forms :mod:`pose
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.metadata
 import warnings
@@ -62,12 +63,18 @@ class Implementation:
     @property
     def version(self) -> str:
         """The installed version of the library."""
-        return importlib.metadata.version(self.library)
+        return _installed_version(self.library)
 
     @property
     def name(self) -> str:
         """``library version: function``, the row label of the audit table."""
         return f"{self.library} {self.version}: {self.function}"
+
+
+@functools.cache
+def _installed_version(distribution: str) -> str:
+    """``importlib.metadata.version``, looked up once per distribution (each lookup scans site-packages)."""
+    return importlib.metadata.version(distribution)
 
 
 def to_torch(x: NDArray[np.float64], dtype: str) -> Any:
