@@ -1,0 +1,149 @@
+"""The audit of chapter 13: the runner's verdicts on the pinned libraries, re-run here, and the runner
+itself (it must fail a broken adapter, measure errors without the check, and import no library early).
+
+The expected verdicts are the chapter's written ones: four failures, from rotary-embedding-torch in
+bfloat16, the Equinox module that ran after another base, and Falcon's bfloat16 ALiBi slopes. Errors are
+compared with ranges that follow from the arithmetic, never with the exact numbers of this machine:
+float32 angles at positions below 2**13 err by a few float32 units of the largest angle (below 1e-3 rad;
+the checks' tolerance is 2**-20 * 8191 = 0.0078), cos and sin rounded to bfloat16 (8 significant bits)
+by at most about 2**-8 rad, and an angle from a wrong position or base by anything up to pi.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+import posenc
+from posenc_book.audit import PROPERTIES, Implementation, all_implementations, run_audit
+from posenc_book.audit.runner import ANGLE_POSITIONS, t5_differences_on_boundaries
+
+TOLERANCE = 2.0**-20 * (ANGLE_POSITIONS - 1)
+"""The angle checks' default tolerance at the positions the audit visits."""
+
+
+def find(library: str, function: str, implementations: list[Implementation] | None = None) -> Implementation:
+    """The implementation of ``library`` whose function starts with ``function``."""
+    candidates = all_implementations() if implementations is None else implementations
+    return next(i for i in candidates if i.library == library and i.function.startswith(function))
+
+
+@pytest.fixture(scope="module")
+def audit():
+    return run_audit()
+
+
+def test_six_libraries_two_outside_pytorch(audit):
+    libraries = {i.library for i in audit.implementations}
+    assert libraries == {"transformers", "rotary-embedding-torch", "x-transformers", "llama-models", "mlx", "equinox"}
+    kinds = {i.kind for i in audit.implementations}
+    assert kinds == {"rotary", "conversion", "slopes", "buckets"}
+
+
+def test_the_failures_are_the_ones_the_chapter_explains(audit):
+    lucidrains = find("rotary-embedding-torch", "RotaryEmbedding", audit.implementations).name
+    mixed = find("equinox", "nn.RotaryPositionalEmbedding, after", audit.implementations).name
+    falcon = find("transformers", "Falcon", audit.implementations).name
+    failures = {failure for failure in audit.failures() if failure[1] != "t5_exact"}  # machine-dependent
+    assert failures == {(falcon, "slopes"), (lucidrains, "bfloat16"), (mixed, "angles"), (mixed, "offset_only")}
+
+
+def test_measured_errors_agree_with_the_verdicts(audit):
+    """A pass's own measurement is small, a failure's large: the runner's numbers and the checks agree."""
+    for implementation in audit.implementations:
+        if implementation.kind != "rotary":
+            continue
+        for key in ("angles", "bfloat16"):
+            cell = audit.cell(implementation, key)
+            assert cell.passed == (cell.error <= TOLERANCE), (implementation.name, key, cell)
+            if not cell.passed:
+                assert cell.error > 1.0  # a wrong position or base, not rounding
+        assert audit.cell(implementation, "angles").passed is False or audit.cell(implementation, "angles").error < 2e-3
+        for key in ("slice", "stale"):
+            assert audit.cell(implementation, key).passed and audit.cell(implementation, key).error < 1e-6
+
+
+def test_bfloat16_passes_round_cos_and_sin_only(audit):
+    """Angles formed in float32 and cos, sin rounded to bfloat16: off by more than float32, within 2**-8 rad."""
+    for implementation in audit.implementations:
+        cell = audit.cell(implementation, "bfloat16")
+        if cell.passed:
+            assert 1e-3 < cell.error < 2.0**-8
+
+
+def test_t5_differences_only_on_float32_boundaries(audit):
+    for implementation in audit.implementations:
+        if implementation.kind == "buckets":
+            assert audit.cell(implementation, "t5_range").passed
+            assert t5_differences_on_boundaries(implementation.build())
+
+
+def test_a_broken_adapter_fails():
+    """An adapter that declares the wrong layout fails the angle check, and its measured error is large."""
+    correct = find("x-transformers", "RotaryEmbedding")
+    swapped = dataclasses.replace(
+        correct,
+        function=f"{correct.function}, layout swapped",
+        layout="halves" if correct.layout == "interleaved" else "interleaved",
+    )
+    result = run_audit([correct, swapped], keys=["angles"])
+    assert result.cell(correct, "angles").passed
+    broken = result.cell(swapped, "angles")
+    assert broken.passed is False and broken.error > 1.0
+    assert result.failures() == [(swapped.name, "angles")]
+
+
+def test_equinox_rows_do_not_depend_on_their_order():
+    """Each build starts from empty Equinox caches: the plain module passes before and after the mixed one."""
+    plain = find("equinox", "nn.RotaryPositionalEmbedding")
+    mixed = find("equinox", "nn.RotaryPositionalEmbedding, after")
+    assert plain is not mixed and plain.function != mixed.function
+    for order in ([plain, mixed], [mixed, plain]):
+        result = run_audit(order, keys=["angles"])
+        assert result.cell(plain, "angles").passed and not result.cell(mixed, "angles").passed
+
+
+def test_a_correct_float64_implementation_measures_zero():
+    def build():
+        return lambda x, positions, dtype: posenc.rotate(x, positions.astype(float), layout="interleaved")
+
+    ours = Implementation("posenc", "rotate", "rotary", build, layout="interleaved")
+    result = run_audit([ours])
+    assert result.failures() == []
+    for prop in PROPERTIES:
+        cell = result.cell(ours, prop.key)
+        assert cell.passed is None if prop.kind != "rotary" else cell.error < 1e-9
+
+
+def test_table_has_a_row_per_implementation_and_a_column_per_property(audit):
+    table = audit.table()
+    assert len(table.rows) == len(audit.implementations)
+    assert len(table.header) == 3 + len(PROPERTIES)
+    cells = {cell.split()[0] for row in table.rows for cell in row[3:]}
+    assert cells == {"pass", "FAIL", "n/a"}
+
+
+@pytest.mark.argument_check
+def test_unknown_property_key_is_refused():
+    with pytest.raises(ValueError, match="unknown property keys"):
+        run_audit([], keys=["angle"])
+
+
+def test_importing_the_audit_imports_no_audited_library():
+    libraries = ("torch", "jax", "mlx", "transformers", "x_transformers", "equinox", "llama_models")
+    code = f"import sys, posenc_book.audit; print(sorted(m for m in {libraries!r} if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_falcon_slopes_are_bfloat16_roundings_of_alibi():
+    """Falcon's failure is bfloat16 rounding of the right slopes, not another formula."""
+    slopes = find("transformers", "Falcon").build()
+    for n_heads in (1, 8, 9, 12, 64):
+        rounded = torch.from_numpy(posenc.alibi_slopes(n_heads)).float().bfloat16().double().numpy()
+        np.testing.assert_array_equal(slopes(n_heads), rounded)
