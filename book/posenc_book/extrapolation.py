@@ -5,7 +5,8 @@ known exactly. The model is a small pre-norm Transformer decoder written out her
 ``torch.nn.TransformerDecoder``) so that each positional scheme acts where it belongs: added to the token
 embeddings (``"sinusoidal"``, ``"learned"``), rotating queries and keys (``"rotary"``), added to the
 attention logits (``"t5"``, ``"alibi"``), or nowhere (``"none"``: the causal mask is the only source of
-order). This module holds
+order). A rotary model can also rotate only part of each head (``rotary_dim``) or leave every n-th layer
+without rotation (``nope_layer_interval``, the pattern of Llama 4's reference code). This module holds
 
 - :func:`markov_chain`, the seeded source with its exact entropies (the loss floor among them),
   :func:`sample_sequences`, which draws sequences from it, and :func:`order_blind_entropy`, the best loss of
@@ -344,6 +345,7 @@ class _Block(nn.Module):
         self.mlp = nn.Sequential(nn.Linear(d_model, hidden), nn.ReLU(), nn.Linear(hidden, d_model))
 
     def forward(self, x, bias, rotary, positions):
+        """One block; ``rotary`` is None in a layer without rotation (``"none"``, or a NoPE layer of a hybrid)."""
         batch, seq, width = x.shape
         q, k, v = self.qkv(self.norm1(x)).view(batch, seq, 3, self.n_heads, self.head_dim).permute(2, 0, 3, 1, 4)
         if rotary is not None:
@@ -385,6 +387,16 @@ class TinyCausalLM(nn.Module):
     max_len : int, default 32
         Rows of the learned table: ``"learned"`` refuses longer inputs. The other schemes accept any length
         (``max_len`` only sizes the sinusoidal cache).
+    rotary_dim : int or None, default None
+        ``"rotary"`` only: rotate the first ``rotary_dim`` features of each head and pass the others through
+        (partial rotary, :class:`posenc.nn.RotaryEmbedding`'s ``rotary_dim``). None rotates the whole head;
+        0 rotates nothing, which builds exactly the ``"none"`` model (the rotary module has no parameters,
+        so the same seed gives the same weights). Otherwise even, in ``[2, d_model // n_heads]``.
+    nope_layer_interval : int or None, default None
+        ``"rotary"`` only: leave every ``nope_layer_interval``-th block without rotation, block ``i``
+        (counted from 0) being such a NoPE block when ``(i + 1) % nope_layer_interval == 0``, the rule of
+        ``TransformerBlock`` in Meta's Llama 4 reference code (``models/llama4/model.py``). At least 1
+        (1: no block rotates). None: every block rotates.
 
     Notes
     -----
@@ -402,6 +414,13 @@ class TinyCausalLM(nn.Module):
     of real positions given to the rotary embedding instead of ``0, 1, ..., seq - 1``: dividing them by a
     factor is Position Interpolation (Chen et al., 2023).
 
+    The Llama 4 reference code also changes other things in its NoPE layers, which this model does not
+    copy: they skip the query-key RMSNorm of the rotary layers (this model has none), they may scale their
+    queries by a factor that grows with the position (``attn_temperature_tuning``; 1 below position
+    ``floor_scale - 1``, 8191 by default, so it would be 1 at every length used here), and when
+    ``attention_chunk_size`` is set only the rotary layers attend within chunks, the NoPE layers to the
+    whole causal context. ``model.rope_layers`` lists the blocks that rotate.
+
     References
     ----------
     .. [1] O. Press, N. A. Smith, M. Lewis, "Train Short, Test Long: Attention with Linear Biases Enables
@@ -417,12 +436,39 @@ class TinyCausalLM(nn.Module):
     torch.Size([2, 40, 16])
     """
 
-    def __init__(self, scheme, *, vocab_size=16, d_model=32, n_heads=4, n_layers=2, max_len=32):
+    def __init__(
+        self,
+        scheme,
+        *,
+        vocab_size=16,
+        d_model=32,
+        n_heads=4,
+        n_layers=2,
+        max_len=32,
+        rotary_dim=None,
+        nope_layer_interval=None,
+    ):
         super().__init__()
         if scheme not in SCHEMES:  # any other name would silently build the "none" model
             raise ValueError(f"scheme must be one of {SCHEMES}, got {scheme!r}")
         if d_model % n_heads:
             raise ValueError(f"n_heads must divide d_model, got n_heads={n_heads} and d_model={d_model}")
+        if scheme != "rotary" and (rotary_dim is not None or nope_layer_interval is not None):
+            # the other schemes would silently ignore them
+            raise ValueError(f"rotary_dim and nope_layer_interval are for the rotary scheme only, not {scheme!r}")
+        head_dim = d_model // n_heads
+        if rotary_dim is not None and (
+            isinstance(rotary_dim, bool)
+            or not isinstance(rotary_dim, int)
+            or rotary_dim % 2
+            or not 0 <= rotary_dim <= head_dim
+        ):
+            raise ValueError(f"rotary_dim must be None or an even int in [0, {head_dim}], got {rotary_dim!r}")
+        if nope_layer_interval is not None and (
+            isinstance(nope_layer_interval, bool) or not isinstance(nope_layer_interval, int) or nope_layer_interval < 1
+        ):
+            raise ValueError(f"nope_layer_interval must be None or an int >= 1, got {nope_layer_interval!r}")
+        self.rotary_dim, self.nope_layer_interval = rotary_dim, nope_layer_interval
         self.scheme, self.vocab_size, self.max_len = scheme, vocab_size, max_len
         self.d_model, self.n_heads, self.n_layers = d_model, n_heads, n_layers
         self.embed = nn.Embedding(self.vocab_size, self.d_model)
@@ -433,8 +479,8 @@ class TinyCausalLM(nn.Module):
             self.absolute = SinusoidalPositionalEncoding(self.d_model, max_len=self.max_len)
         elif scheme == "learned":
             self.absolute = LearnedPositionalEmbedding(self.max_len, self.d_model)
-        elif scheme == "rotary":
-            self.rotary = RotaryEmbedding(self.d_model // self.n_heads)
+        elif scheme == "rotary" and rotary_dim != 0:
+            self.rotary = RotaryEmbedding(head_dim, rotary_dim=rotary_dim)
         elif scheme == "t5":
             self.relative = T5RelativeBias(
                 self.n_heads, bidirectional=False, num_buckets=T5_NUM_BUCKETS, max_distance=T5_MAX_DISTANCE
@@ -444,6 +490,12 @@ class TinyCausalLM(nn.Module):
         self.blocks = nn.ModuleList(_Block(self.d_model, self.n_heads) for _ in range(self.n_layers))
         self.norm = nn.LayerNorm(self.d_model)
         self.head = nn.Linear(self.d_model, self.vocab_size)
+        self.rope_layers = tuple(
+            i
+            for i in range(self.n_layers)
+            if self.rotary is not None and (nope_layer_interval is None or (i + 1) % nope_layer_interval)
+        )
+        """Indices (from 0) of the blocks whose queries and keys are rotated."""
 
     def forward(self, tokens: torch.Tensor, *, positions=None) -> torch.Tensor:
         # A longer input than a "learned" table has rows is refused by posenc.nn.LearnedPositionalEmbedding.
@@ -473,12 +525,17 @@ class TinyCausalLM(nn.Module):
         if self.absolute is not None:
             x = self.absolute(x)
         bias = self._bias(tokens.shape[1], x.dtype, window)
-        for block in self.blocks:
-            x = block(x, bias, self.rotary, positions)
+        for i, block in enumerate(self.blocks):
+            x = block(x, bias, self.rotary if i in self.rope_layers else None, positions)
         return self.head(self.norm(x))
 
     def extra_repr(self) -> str:
-        return f"scheme={self.scheme!r}, max_len={self.max_len}"
+        extra = f"scheme={self.scheme!r}, max_len={self.max_len}"
+        if self.rotary_dim is not None:
+            extra += f", rotary_dim={self.rotary_dim}"
+        if self.nope_layer_interval is not None:
+            extra += f", nope_layer_interval={self.nope_layer_interval}"
+        return extra
 
 
 # --- Training and evaluation ---------------------------------------------------------------------------------
@@ -539,7 +596,21 @@ def _eval_sequences(chain, source_seed: int, length: int, eval_tokens: int) -> n
     return _sample(chain, n, length + 1, np.random.default_rng([source_seed, 1, length]))
 
 
-def _build_and_train(scheme, seed, chain, *, train_len, steps, batch_size, d_model, n_heads, n_layers, lr):
+def _build_and_train(
+    scheme,
+    seed,
+    chain,
+    *,
+    train_len,
+    steps,
+    batch_size,
+    d_model,
+    n_heads,
+    n_layers,
+    lr,
+    rotary_dim=None,
+    nope_layer_interval=None,
+):
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = TinyCausalLM(
@@ -549,6 +620,8 @@ def _build_and_train(scheme, seed, chain, *, train_len, steps, batch_size, d_mod
             n_heads=n_heads,
             n_layers=n_layers,
             max_len=train_len,
+            rotary_dim=rotary_dim,
+            nope_layer_interval=nope_layer_interval,
         )
     rng = np.random.default_rng([seed, 2])
     train_loss = _train(model, chain, steps=steps, batch_size=batch_size, length=train_len, lr=lr, rng=rng)
@@ -603,6 +676,8 @@ def train_and_evaluate(
     n_layers=2,
     lr=1e-2,
     eval_tokens=4096,
+    rotary_dim=None,
+    nope_layer_interval=None,
 ) -> ExtrapolationResult:
     r"""Train a :class:`TinyCausalLM` on sequences of ``train_len`` symbols and score it at other lengths.
 
@@ -632,6 +707,9 @@ def train_and_evaluate(
         large that the loss stops being finite raises a ``ValueError``.
     eval_tokens : int, default 4096
         Scored symbols per evaluation length (whole sequences, at least one, at most 4096 of them).
+    rotary_dim, nope_layer_interval : int or None, default None
+        Partial rotary and NoPE layers, for ``scheme="rotary"`` only (see :class:`TinyCausalLM`). With
+        both None the model is the plain rotary one, trained exactly as before these options existed.
 
     Returns
     -------
@@ -670,6 +748,8 @@ def train_and_evaluate(
             n_heads=n_heads,
             n_layers=n_layers,
             lr=lr,
+            rotary_dim=rotary_dim,
+            nope_layer_interval=nope_layer_interval,
         )
         losses, not_evaluated = {}, []
         for length in eval_lens:
