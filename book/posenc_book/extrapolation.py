@@ -17,7 +17,9 @@ without rotation (``nope_layer_interval``, the pattern of Llama 4's reference co
   limited to a window of recent keys), and :func:`shuffled_context_loss`, which measures whether a model's
   prediction depends on the order of the earlier symbols;
 - :func:`position_interpolation`, which runs a trained rotary model at a multiple of its training length
-  with plain and with interpolated positions (Chen et al., 2023), before and after a short fine-tuning.
+  with plain and with interpolated positions (Chen et al., 2023), before and after a short fine-tuning;
+- :func:`copy_task`, a task where order must be used, not only recency: copy a random sequence after a
+  separator, trained on short sequences and scored on longer ones.
 
 Every training function runs torch on one thread, seeds everything from its arguments and leaves torch's
 global random state and thread count as it found them: equal arguments give equal numbers on a machine.
@@ -54,6 +56,8 @@ __all__ = [
     "shuffled_context_loss",
     "InterpolationResult",
     "position_interpolation",
+    "CopyResult",
+    "copy_task",
 ]
 
 SCHEMES = ("sinusoidal", "learned", "rotary", "t5", "alibi", "none")
@@ -1054,4 +1058,170 @@ def position_interpolation(
         finetuned["extrapolated"][1],
         finetuned["interpolated"][1],
         interpolated_short,
+    )
+
+
+# --- A task that needs order: copying --------------------------------------------------------------------------
+
+
+class CopyResult(NamedTuple):
+    """What :func:`copy_task` measured.
+
+    Attributes
+    ----------
+    scheme : str
+    seed, n_symbols, max_train_len : int
+    accuracy : dict of int to float
+        Token accuracy of the copy per number of symbols copied: the share of the copied symbols that the
+        model's most likely next symbol gets right, each predicted from the true symbols before it.
+    not_evaluated : tuple of int
+        Requested lengths a ``"learned"`` model cannot run (its table is too short), left out of ``accuracy``.
+    train_loss : float
+        Mean training loss over the last 10 % of the steps, in nats per copied symbol.
+    model : TinyCausalLM
+        The trained model, in eval mode.
+    """
+
+    scheme: str
+    seed: int
+    n_symbols: int
+    max_train_len: int
+    accuracy: dict
+    not_evaluated: tuple
+    train_loss: float
+    model: TinyCausalLM
+
+
+def _copy_sequences(rng: np.random.Generator, n_sequences: int, length: int, n_symbols: int) -> torch.Tensor:
+    """``<bos> x_1 ... x_length <sep> x_1 ... x_length``, with ``<sep> = n_symbols`` and ``<bos> = n_symbols + 1``."""
+    x = rng.integers(0, n_symbols, (n_sequences, length))
+    bos = np.full((n_sequences, 1), n_symbols + 1)
+    sep = np.full((n_sequences, 1), n_symbols)
+    return torch.from_numpy(np.concatenate([bos, x, sep, x], axis=1))
+
+
+def _copy_logits_and_targets(model: TinyCausalLM, sequences: torch.Tensor):
+    """Logits that predict the copied symbols, ``(batch, length, vocab)``, and those symbols ``(batch, length)``."""
+    length = (sequences.shape[1] - 2) // 2
+    logits = model._logits(sequences[:, :-1])[:, length + 1 :]  # read <sep> and the copy so far
+    return logits, sequences[:, length + 2 :]
+
+
+def copy_task(
+    scheme,
+    *,
+    seed,
+    n_symbols=8,
+    max_train_len=8,
+    eval_lens=(8, 12, 16),
+    steps=600,
+    batch_size=32,
+    d_model=64,
+    n_heads=4,
+    n_layers=2,
+    lr=3e-3,
+    eval_sequences=256,
+    eval_seed=0,
+    rotary_dim=None,
+    nope_layer_interval=None,
+) -> CopyResult:
+    r"""Train a :class:`TinyCausalLM` to copy short random sequences, then ask it to copy longer ones.
+
+    Parameters
+    ----------
+    scheme : {"sinusoidal", "learned", "rotary", "t5", "alibi", "none"}
+        The positional scheme (see :class:`TinyCausalLM`).
+    seed : int
+        Seeds the model's initial weights and its training sequences.
+    n_symbols : int, default 8
+        Symbols the copied sequences are drawn from, uniformly and independently; the model's vocabulary
+        adds a separator and a start symbol.
+    max_train_len : int, default 8
+        Each training step copies sequences of one length drawn uniformly from ``1 ... max_train_len``.
+    eval_lens : sequence of int, default (8, 12, 16)
+        Lengths of the sequences to copy at evaluation.
+    steps, batch_size, lr
+        Adam updates, sequences per update and peak learning rate (half-cosine decay to 0, gradients
+        clipped to norm 1), as in :func:`train_and_evaluate`.
+    d_model, n_heads, n_layers, rotary_dim, nope_layer_interval
+        As in :class:`TinyCausalLM`.
+    eval_sequences : int, default 256
+        Sequences copied per evaluation length.
+    eval_seed : int, default 0
+        Seeds the evaluation sequences, which are therefore the same for every scheme and every ``seed``.
+
+    Returns
+    -------
+    result : CopyResult
+
+    Notes
+    -----
+    A sequence of length :math:`n` is ``<bos>`` :math:`x_1 \dots x_n` ``<sep>`` :math:`x_1 \dots x_n`, of
+    :math:`2n + 2` symbols; the loss and the accuracy cover the :math:`n` symbols after ``<sep>`` only,
+    each predicted with the true symbols before it (teacher forcing), so the accuracy is a share of
+    symbols, not of sequences copied without a mistake. Symbols repeat within a sequence, so the symbol
+    that followed an earlier occurrence of the current one is no reliable answer: the model must find the
+    symbol :math:`n` positions back, a distance that grows with the length. Kazemnejad et al. (2023)
+    include a copy task, its input and output separated by a ``[SEP]`` token, among the tasks of their
+    study of length generalization.
+
+    References
+    ----------
+    .. [1] A. Kazemnejad, I. Padhi, K. Natesan Ramamurthy, P. Das, S. Reddy, "The Impact of Positional
+       Encoding on Length Generalization in Transformers", NeurIPS 2023, arXiv:2305.19466.
+
+    Examples
+    --------
+    >>> r = copy_task("alibi", seed=0, max_train_len=4, eval_lens=(4, 8), steps=2, d_model=8)
+    >>> sorted(r.accuracy), all(0 <= a <= 1 for a in r.accuracy.values())
+    ([4, 8], True)
+    """
+    vocab = n_symbols + 2
+    with _OneThread():
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            model = TinyCausalLM(
+                scheme,
+                vocab_size=vocab,
+                d_model=d_model,
+                n_heads=n_heads,
+                n_layers=n_layers,
+                max_len=2 * max_train_len + 1,
+                rotary_dim=rotary_dim,
+                nope_layer_interval=nope_layer_interval,
+            )
+        rng = np.random.default_rng([seed, 5])
+        optimizer = torch.optim.Adam(model.parameters(), lr=lr, fused=True)
+        model.train()
+        tail = []
+        for step in range(steps):
+            for group in optimizer.param_groups:
+                group["lr"] = lr * 0.5 * (1.0 + math.cos(math.pi * step / steps))
+            length = int(rng.integers(1, max_train_len + 1))
+            logits, targets = _copy_logits_and_targets(model, _copy_sequences(rng, batch_size, length, n_symbols))
+            loss = nn.functional.cross_entropy(logits.reshape(-1, vocab), targets.reshape(-1))
+            if not math.isfinite(float(loss.detach())):
+                raise ValueError(
+                    f"training diverged at step {step} (loss {float(loss.detach())}): lr={lr} is too large"
+                )
+            optimizer.zero_grad()
+            loss.backward()
+            nn.utils.clip_grad_norm_(model.parameters(), _GRAD_CLIP)
+            optimizer.step()
+            if step >= steps - max(1, steps // 10):
+                tail.append(float(loss.detach()))
+        model.eval()
+        accuracy, not_evaluated = {}, []
+        with torch.no_grad():
+            for length in eval_lens:
+                if scheme == "learned" and 2 * length + 1 > model.max_len:
+                    not_evaluated.append(length)
+                    continue
+                sequences = _copy_sequences(
+                    np.random.default_rng([6, eval_seed, n_symbols, length]), eval_sequences, length, n_symbols
+                )
+                logits, targets = _copy_logits_and_targets(model, sequences)
+                accuracy[length] = float((logits.argmax(dim=-1) == targets).double().mean())
+    return CopyResult(
+        scheme, seed, n_symbols, max_train_len, accuracy, tuple(not_evaluated), float(np.mean(tail)), model
     )
