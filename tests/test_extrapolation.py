@@ -22,8 +22,11 @@ from posenc.nn import RotaryEmbedding
 from posenc_book.extrapolation import (
     SCHEMES,
     TinyCausalLM,
+    _copy_logits_and_targets,
+    _copy_sequences,
     _evaluate,
     _scored_loss,
+    copy_task,
     evaluate,
     markov_chain,
     order_blind_entropy,
@@ -290,12 +293,90 @@ def test_learned_model_refuses_positions_it_has_no_vector_for():
             lambda: TinyCausalLM("alibi")(torch.zeros(1, 4, dtype=torch.long), positions=torch.arange(4.0)),
             "rotary scheme only",  # ALiBi would ignore the positions
         ),
+        (lambda: TinyCausalLM("alibi", rotary_dim=4), "rotary scheme only"),  # ALiBi would ignore it
+        (lambda: TinyCausalLM("none", nope_layer_interval=2), "rotary scheme only"),
+        (lambda: TinyCausalLM("rotary", rotary_dim=3), "even int in \\[0, 8\\]"),
+        (lambda: TinyCausalLM("rotary", rotary_dim=10), "even int in \\[0, 8\\]"),
+        (lambda: TinyCausalLM("rotary", nope_layer_interval=0), "int >= 1"),
     ],
-    ids=["unknown scheme", "heads", "positions without rotary"],
+    ids=[
+        "unknown scheme",
+        "heads",
+        "positions without rotary",
+        "rotary_dim without rotary",
+        "NoPE layers without rotary",
+        "odd rotary_dim",
+        "rotary_dim beyond the head",
+        "interval 0",
+    ],
 )
 def test_mistakes_are_refused_with_a_message_naming_them(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+def _same_weights(model, like):
+    model.load_state_dict(like.state_dict())
+    return model
+
+
+def test_nope_blocks_follow_llama4_rule_and_do_not_rotate():
+    """Block i skips rotation when (i + 1) % interval == 0 (Llama 4's TransformerBlock), and a skipped block is
+    exactly a block of the "none" model: with every block skipped the model is the NoPE model, with some skipped
+    it is neither the NoPE nor the fully rotary model."""
+    assert TinyCausalLM("rotary", n_layers=8, nope_layer_interval=4).rope_layers == (0, 1, 2, 4, 5, 6)
+    assert TinyCausalLM("rotary", n_layers=3).rope_layers == (0, 1, 2)
+    assert TinyCausalLM("rotary", nope_layer_interval=2).rope_layers == (0,)
+    torch.manual_seed(0)
+    rotary = TinyCausalLM("rotary")
+    tokens = torch.randint(0, 16, (3, 20), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        full = rotary(tokens)
+        none = _same_weights(TinyCausalLM("none"), rotary)(tokens)
+        all_nope = _same_weights(TinyCausalLM("rotary", nope_layer_interval=1), rotary)(tokens)
+        hybrid = _same_weights(TinyCausalLM("rotary", nope_layer_interval=2), rotary)(tokens)
+    torch.testing.assert_close(all_nope, none, rtol=0, atol=0)  # the same operations on the same numbers
+    # rotation moves the logits by O(1): far more than any rounding
+    assert (hybrid - none).abs().max() > 0.05 and (hybrid - full).abs().max() > 0.05
+
+
+def test_partial_rotary_reaches_the_rotary_module_and_zero_is_the_none_model():
+    torch.manual_seed(0)
+    rotary = TinyCausalLM("rotary")
+    assert rotary.rotary.rotary_dim == 8 and TinyCausalLM("rotary", rotary_dim=2).rotary.rotary_dim == 2
+    tokens = torch.randint(0, 16, (3, 20), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        full = rotary(tokens)
+        whole = _same_weights(TinyCausalLM("rotary", rotary_dim=8), rotary)(tokens)
+        quarter = _same_weights(TinyCausalLM("rotary", rotary_dim=2), rotary)(tokens)
+    torch.testing.assert_close(whole, full, rtol=0, atol=0)
+    assert (quarter - full).abs().max() > 0.05
+    # rotary_dim=0 builds the "none" model with the same weights from the same seed, hence the same training
+    zero = train_and_evaluate("rotary", seed=2, rotary_dim=0, **TINY)
+    none = train_and_evaluate("none", seed=2, **TINY)
+    assert zero.model.rope_layers == () and zero.losses == none.losses
+
+
+def test_copy_sequences_repeat_their_symbols_after_the_separator_and_only_the_copy_is_scored():
+    sequences = _copy_sequences(np.random.default_rng(0), 5, 6, 8)  # <bos> x1..x6 <sep> x1..x6
+    assert sequences.shape == (5, 14)
+    assert torch.all(sequences[:, 0] == 9) and torch.all(sequences[:, 7] == 8)
+    assert torch.equal(sequences[:, 1:7], sequences[:, 8:]) and int(sequences[:, 1:7].max()) < 8
+    torch.manual_seed(0)
+    model = TinyCausalLM("none", vocab_size=10, d_model=8, n_heads=2)
+    logits, targets = _copy_logits_and_targets(model, sequences)
+    # the logits read at <sep> and the copy so far (positions 7..12) predict the copy (positions 8..13)
+    assert logits.shape == (5, 6, 10) and torch.equal(targets, sequences[:, 8:])
+    with torch.no_grad():
+        torch.testing.assert_close(logits, model(sequences[:, :-1])[:, 7:], rtol=0, atol=0)
+
+
+def test_copy_task_is_seeded_and_a_learned_model_reports_lengths_it_cannot_run():
+    tiny = dict(max_train_len=3, eval_lens=(3, 6), steps=3, d_model=8, n_heads=2, eval_sequences=8)
+    learned = copy_task("learned", seed=1, **tiny)
+    assert sorted(learned.accuracy) == [3] and learned.not_evaluated == (6,)
+    first, second = copy_task("rotary", seed=1, **tiny), copy_task("rotary", seed=1, **tiny)
+    assert first.accuracy == second.accuracy and first.train_loss == second.train_loss
 
 
 # --- Training -----------------------------------------------------------------------------------------------
@@ -456,3 +537,105 @@ def test_claim_interpolation_is_ahead_after_the_same_fine_tuning(grid):
         # "worse at 32 than before fine-tuning": smallest 0.16 and 0.22 on chains 0-7 (was checked at 0.1)
         assert pi.finetuned_extrapolated_short > pi.trained + 0.05
         assert pi.finetuned_interpolated_short > pi.trained + 0.05
+
+
+# --- Hybrid and partial rotary (chapter 9), on the same chains and seeds -------------------------------------
+# Margins measured on chains 0-7, three seeds each, in the comments (the chapter uses chain 0, seeds 0-2).
+
+VARIANTS = {
+    "rotary + NoPE": dict(nope_layer_interval=2),
+    "rotary 2 of 8": dict(rotary_dim=2),
+    "rotary 4 of 8": dict(rotary_dim=4),
+}
+
+
+def format_loss_table(source, rows):
+    """The losses of ``rows`` (name -> results of the same seeds) as text: one line per model, then the means."""
+    lines = [f"chain {source}: loss in nats at " + ", ".join(str(n) for n in LENGTHS) + " symbols"]
+    for name, runs in rows.items():
+        for r in runs:
+            lines.append(f"  {name:15} seed {r.seed:3}: " + "  ".join(f"{r.losses[n]:.3f}" for n in LENGTHS))
+        means = [np.mean([r.losses[n] for r in runs]) for n in LENGTHS]
+        lines.append(f"  {name:15} mean    : " + "  ".join(f"{m:.3f}" for m in means))
+    return "\n".join(lines)
+
+
+@pytest.fixture(scope="module")
+def variants(grid):
+    source, seeds, results = grid
+    rows = {
+        name: [
+            train_and_evaluate("rotary", seed=seed, source_seed=source, eval_lens=LENGTHS, **options) for seed in seeds
+        ]
+        for name, options in VARIANTS.items()
+    }
+    rows = {"none": [results["none", s] for s in seeds], **rows, "rotary": [results["rotary", s] for s in seeds]}
+    table = format_loss_table(source, rows)
+    print("\n" + table)  # visible with pytest -s; also in every assertion message below
+    grid_losses = {name: np.array([[r.losses[n] for n in LENGTHS] for r in runs]) for name, runs in rows.items()}
+    return rows, grid_losses, table
+
+
+def test_claim_a_nope_block_does_not_make_rotary_extrapolate(grid, variants):
+    source, seeds, _ = grid
+    rows, losses_, table = variants
+    order1 = markov_chain(source).order1_entropy
+    hybrid, rotary = losses_["rotary + NoPE"], losses_["rotary"]
+    assert all(r.model.rope_layers == (0,) for r in rows["rotary + NoPE"])
+    # worse at 32 for every seed: smallest 0.011 (chain 4), 0.046 and 0.05 on these chains; in the mean >= 0.05
+    assert np.all(hybrid[:, 0] > rotary[:, 0]), table
+    assert hybrid[:, 0].mean() > rotary[:, 0].mean() + 0.03, table
+    # above order1 at 256 for every seed: smallest margin 0.20 (chain 6)
+    assert np.all(hybrid[:, -1] > order1 + 0.1), table
+    windowed = np.array([evaluate(r.model, 256, source_seed=source, window=32) for r in rows["rotary + NoPE"]])
+    assert np.all(np.abs(windowed - hybrid[:, 0]) < 0.2), (windowed, table)  # largest 0.12 (chain 2)
+
+
+def test_claim_partial_rotary_trades_loss_at_the_training_length_for_loss_beyond(grid, variants):
+    source, seeds, _ = grid
+    rows, losses_, table = variants
+    order1 = markov_chain(source).order1_entropy
+    rotary, nope = losses_["rotary"], losses_["none"]
+    for name in ("rotary 2 of 8", "rotary 4 of 8"):
+        p = losses_[name]
+        assert np.all(p[:, 0] > rotary[:, 0] + 0.25), (name, table)  # smallest 0.35
+        assert np.all(p[:, 0] < nope[:, 0] - 0.1), (name, table)  # smallest 0.17 (chain 7)
+        # the chapter's "more than 0.05 below" holds on its own chain; smallest margin 0.04 (chain 2)
+        assert np.all(p[:, -1] < order1), (name, table)
+        assert np.all(p[:, -1] < rotary[:, -1] - 0.4), (name, table)  # smallest 0.49 (chain 6)
+
+
+# --- Copying (chapter 9): two seeds and evaluation sequences the chapter does not use -------------------------
+
+COPY_SCHEMES = ("none", "rotary", "alibi")
+COPY_SEEDS = (1, 2)
+COPY_LENGTHS = (8, 12, 16)
+
+
+@pytest.fixture(scope="module")
+def copies():
+    results = {
+        (scheme, seed): copy_task(scheme, seed=seed, eval_lens=COPY_LENGTHS, eval_seed=1)
+        for scheme in COPY_SCHEMES
+        for seed in COPY_SEEDS
+    }
+    lines = ["copy task, evaluation sequences 1: share of copied symbols right at " + ", ".join(map(str, COPY_LENGTHS))]
+    for (scheme, seed), r in results.items():
+        lines.append(f"  {scheme:7} seed {seed}: " + "  ".join(f"{r.accuracy[n]:.3f}" for n in COPY_LENGTHS))
+    table = "\n".join(lines)
+    print("\n" + table)  # visible with pytest -s; also in the assertion messages
+    return results, table
+
+
+def test_claim_on_copying_nope_beats_rotary_and_alibi_beats_nope_beyond_the_training_length(copies):
+    results, table = copies
+    for seed in COPY_SEEDS:
+        acc = {s: results[s, seed].accuracy for s in COPY_SCHEMES}
+        # measured for seeds 0-3: rotary at 8 >= 0.98, NoPE 0.74-0.84; at 12 and 16 NoPE ahead of rotary by
+        # >= 0.17 and ALiBi ahead of NoPE by >= 0.16; rotary at 16 <= 0.21 (chance 0.125)
+        assert acc["rotary"][8] > 0.95, table
+        assert acc["none"][8] < acc["rotary"][8] - 0.1, table
+        assert acc["rotary"][16] < 0.3, table
+        for n in (12, 16):
+            assert acc["none"][n] > acc["rotary"][n] + 0.1, (n, table)
+            assert acc["alibi"][n] > acc["none"][n] + 0.1, (n, table)

@@ -5,7 +5,8 @@ known exactly. The model is a small pre-norm Transformer decoder written out her
 ``torch.nn.TransformerDecoder``) so that each positional scheme acts where it belongs: added to the token
 embeddings (``"sinusoidal"``, ``"learned"``), rotating queries and keys (``"rotary"``), added to the
 attention logits (``"t5"``, ``"alibi"``), or nowhere (``"none"``: the causal mask is the only source of
-order). This module holds
+order). A rotary model can also rotate only part of each head (``rotary_dim``) or leave every n-th layer
+without rotation (``nope_layer_interval``, the pattern of Llama 4's reference code). This module holds
 
 - :func:`markov_chain`, the seeded source with its exact entropies (the loss floor among them),
   :func:`sample_sequences`, which draws sequences from it, and :func:`order_blind_entropy`, the best loss of
@@ -16,7 +17,9 @@ order). This module holds
   limited to a window of recent keys), and :func:`shuffled_context_loss`, which measures whether a model's
   prediction depends on the order of the earlier symbols;
 - :func:`position_interpolation`, which runs a trained rotary model at a multiple of its training length
-  with plain and with interpolated positions (Chen et al., 2023), before and after a short fine-tuning.
+  with plain and with interpolated positions (Chen et al., 2023), before and after a short fine-tuning;
+- :func:`copy_task`, a task where order must be used, not only recency: copy a random sequence after a
+  separator, trained on short sequences and scored on longer ones.
 
 Every training function runs torch on one thread, seeds everything from its arguments and leaves torch's
 global random state and thread count as it found them: equal arguments give equal numbers on a machine.
@@ -53,6 +56,8 @@ __all__ = [
     "shuffled_context_loss",
     "InterpolationResult",
     "position_interpolation",
+    "CopyResult",
+    "copy_task",
 ]
 
 SCHEMES = ("sinusoidal", "learned", "rotary", "t5", "alibi", "none")
@@ -344,6 +349,7 @@ class _Block(nn.Module):
         self.mlp = nn.Sequential(nn.Linear(d_model, hidden), nn.ReLU(), nn.Linear(hidden, d_model))
 
     def forward(self, x, bias, rotary, positions):
+        """One block; ``rotary`` is None in a layer without rotation (``"none"``, or a NoPE layer of a hybrid)."""
         batch, seq, width = x.shape
         q, k, v = self.qkv(self.norm1(x)).view(batch, seq, 3, self.n_heads, self.head_dim).permute(2, 0, 3, 1, 4)
         if rotary is not None:
@@ -385,6 +391,16 @@ class TinyCausalLM(nn.Module):
     max_len : int, default 32
         Rows of the learned table: ``"learned"`` refuses longer inputs. The other schemes accept any length
         (``max_len`` only sizes the sinusoidal cache).
+    rotary_dim : int or None, default None
+        ``"rotary"`` only: rotate the first ``rotary_dim`` features of each head and pass the others through
+        (partial rotary, :class:`posenc.nn.RotaryEmbedding`'s ``rotary_dim``). None rotates the whole head;
+        0 rotates nothing, which builds exactly the ``"none"`` model (the rotary module has no parameters,
+        so the same seed gives the same weights). Otherwise even, in ``[2, d_model // n_heads]``.
+    nope_layer_interval : int or None, default None
+        ``"rotary"`` only: leave every ``nope_layer_interval``-th block without rotation, block ``i``
+        (counted from 0) being such a NoPE block when ``(i + 1) % nope_layer_interval == 0``, the rule of
+        ``TransformerBlock`` in Meta's Llama 4 reference code (``models/llama4/model.py``). At least 1
+        (1: no block rotates). None: every block rotates.
 
     Notes
     -----
@@ -402,6 +418,13 @@ class TinyCausalLM(nn.Module):
     of real positions given to the rotary embedding instead of ``0, 1, ..., seq - 1``: dividing them by a
     factor is Position Interpolation (Chen et al., 2023).
 
+    The Llama 4 reference code also changes other things in its NoPE layers, which this model does not
+    copy: they skip the query-key RMSNorm of the rotary layers (this model has none), they may scale their
+    queries by a factor that grows with the position (``attn_temperature_tuning``; 1 below position
+    ``floor_scale - 1``, 8191 by default, so it would be 1 at every length used here), and when
+    ``attention_chunk_size`` is set only the rotary layers attend within chunks, the NoPE layers to the
+    whole causal context. ``model.rope_layers`` lists the blocks that rotate.
+
     References
     ----------
     .. [1] O. Press, N. A. Smith, M. Lewis, "Train Short, Test Long: Attention with Linear Biases Enables
@@ -417,12 +440,39 @@ class TinyCausalLM(nn.Module):
     torch.Size([2, 40, 16])
     """
 
-    def __init__(self, scheme, *, vocab_size=16, d_model=32, n_heads=4, n_layers=2, max_len=32):
+    def __init__(
+        self,
+        scheme,
+        *,
+        vocab_size=16,
+        d_model=32,
+        n_heads=4,
+        n_layers=2,
+        max_len=32,
+        rotary_dim=None,
+        nope_layer_interval=None,
+    ):
         super().__init__()
         if scheme not in SCHEMES:  # any other name would silently build the "none" model
             raise ValueError(f"scheme must be one of {SCHEMES}, got {scheme!r}")
         if d_model % n_heads:
             raise ValueError(f"n_heads must divide d_model, got n_heads={n_heads} and d_model={d_model}")
+        if scheme != "rotary" and (rotary_dim is not None or nope_layer_interval is not None):
+            # the other schemes would silently ignore them
+            raise ValueError(f"rotary_dim and nope_layer_interval are for the rotary scheme only, not {scheme!r}")
+        head_dim = d_model // n_heads
+        if rotary_dim is not None and (
+            isinstance(rotary_dim, bool)
+            or not isinstance(rotary_dim, int)
+            or rotary_dim % 2
+            or not 0 <= rotary_dim <= head_dim
+        ):
+            raise ValueError(f"rotary_dim must be None or an even int in [0, {head_dim}], got {rotary_dim!r}")
+        if nope_layer_interval is not None and (
+            isinstance(nope_layer_interval, bool) or not isinstance(nope_layer_interval, int) or nope_layer_interval < 1
+        ):
+            raise ValueError(f"nope_layer_interval must be None or an int >= 1, got {nope_layer_interval!r}")
+        self.rotary_dim, self.nope_layer_interval = rotary_dim, nope_layer_interval
         self.scheme, self.vocab_size, self.max_len = scheme, vocab_size, max_len
         self.d_model, self.n_heads, self.n_layers = d_model, n_heads, n_layers
         self.embed = nn.Embedding(self.vocab_size, self.d_model)
@@ -433,8 +483,8 @@ class TinyCausalLM(nn.Module):
             self.absolute = SinusoidalPositionalEncoding(self.d_model, max_len=self.max_len)
         elif scheme == "learned":
             self.absolute = LearnedPositionalEmbedding(self.max_len, self.d_model)
-        elif scheme == "rotary":
-            self.rotary = RotaryEmbedding(self.d_model // self.n_heads)
+        elif scheme == "rotary" and rotary_dim != 0:
+            self.rotary = RotaryEmbedding(head_dim, rotary_dim=rotary_dim)
         elif scheme == "t5":
             self.relative = T5RelativeBias(
                 self.n_heads, bidirectional=False, num_buckets=T5_NUM_BUCKETS, max_distance=T5_MAX_DISTANCE
@@ -444,6 +494,12 @@ class TinyCausalLM(nn.Module):
         self.blocks = nn.ModuleList(_Block(self.d_model, self.n_heads) for _ in range(self.n_layers))
         self.norm = nn.LayerNorm(self.d_model)
         self.head = nn.Linear(self.d_model, self.vocab_size)
+        self.rope_layers = tuple(
+            i
+            for i in range(self.n_layers)
+            if self.rotary is not None and (nope_layer_interval is None or (i + 1) % nope_layer_interval)
+        )
+        """Indices (from 0) of the blocks whose queries and keys are rotated."""
 
     def forward(self, tokens: torch.Tensor, *, positions=None) -> torch.Tensor:
         # A longer input than a "learned" table has rows is refused by posenc.nn.LearnedPositionalEmbedding.
@@ -473,12 +529,17 @@ class TinyCausalLM(nn.Module):
         if self.absolute is not None:
             x = self.absolute(x)
         bias = self._bias(tokens.shape[1], x.dtype, window)
-        for block in self.blocks:
-            x = block(x, bias, self.rotary, positions)
+        for i, block in enumerate(self.blocks):
+            x = block(x, bias, self.rotary if i in self.rope_layers else None, positions)
         return self.head(self.norm(x))
 
     def extra_repr(self) -> str:
-        return f"scheme={self.scheme!r}, max_len={self.max_len}"
+        extra = f"scheme={self.scheme!r}, max_len={self.max_len}"
+        if self.rotary_dim is not None:
+            extra += f", rotary_dim={self.rotary_dim}"
+        if self.nope_layer_interval is not None:
+            extra += f", nope_layer_interval={self.nope_layer_interval}"
+        return extra
 
 
 # --- Training and evaluation ---------------------------------------------------------------------------------
@@ -539,7 +600,21 @@ def _eval_sequences(chain, source_seed: int, length: int, eval_tokens: int) -> n
     return _sample(chain, n, length + 1, np.random.default_rng([source_seed, 1, length]))
 
 
-def _build_and_train(scheme, seed, chain, *, train_len, steps, batch_size, d_model, n_heads, n_layers, lr):
+def _build_and_train(
+    scheme,
+    seed,
+    chain,
+    *,
+    train_len,
+    steps,
+    batch_size,
+    d_model,
+    n_heads,
+    n_layers,
+    lr,
+    rotary_dim=None,
+    nope_layer_interval=None,
+):
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = TinyCausalLM(
@@ -549,6 +624,8 @@ def _build_and_train(scheme, seed, chain, *, train_len, steps, batch_size, d_mod
             n_heads=n_heads,
             n_layers=n_layers,
             max_len=train_len,
+            rotary_dim=rotary_dim,
+            nope_layer_interval=nope_layer_interval,
         )
     rng = np.random.default_rng([seed, 2])
     train_loss = _train(model, chain, steps=steps, batch_size=batch_size, length=train_len, lr=lr, rng=rng)
@@ -603,6 +680,8 @@ def train_and_evaluate(
     n_layers=2,
     lr=1e-2,
     eval_tokens=4096,
+    rotary_dim=None,
+    nope_layer_interval=None,
 ) -> ExtrapolationResult:
     r"""Train a :class:`TinyCausalLM` on sequences of ``train_len`` symbols and score it at other lengths.
 
@@ -632,6 +711,9 @@ def train_and_evaluate(
         large that the loss stops being finite raises a ``ValueError``.
     eval_tokens : int, default 4096
         Scored symbols per evaluation length (whole sequences, at least one, at most 4096 of them).
+    rotary_dim, nope_layer_interval : int or None, default None
+        Partial rotary and NoPE layers, for ``scheme="rotary"`` only (see :class:`TinyCausalLM`). With
+        both None the model is the plain rotary one, trained exactly as before these options existed.
 
     Returns
     -------
@@ -670,6 +752,8 @@ def train_and_evaluate(
             n_heads=n_heads,
             n_layers=n_layers,
             lr=lr,
+            rotary_dim=rotary_dim,
+            nope_layer_interval=nope_layer_interval,
         )
         losses, not_evaluated = {}, []
         for length in eval_lens:
@@ -974,4 +1058,170 @@ def position_interpolation(
         finetuned["extrapolated"][1],
         finetuned["interpolated"][1],
         interpolated_short,
+    )
+
+
+# --- A task that needs order: copying --------------------------------------------------------------------------
+
+
+class CopyResult(NamedTuple):
+    """What :func:`copy_task` measured.
+
+    Attributes
+    ----------
+    scheme : str
+    seed, n_symbols, max_train_len : int
+    accuracy : dict of int to float
+        Token accuracy of the copy per number of symbols copied: the share of the copied symbols that the
+        model's most likely next symbol gets right, each predicted from the true symbols before it.
+    not_evaluated : tuple of int
+        Requested lengths a ``"learned"`` model cannot run (its table is too short), left out of ``accuracy``.
+    train_loss : float
+        Mean training loss over the last 10 % of the steps, in nats per copied symbol.
+    model : TinyCausalLM
+        The trained model, in eval mode.
+    """
+
+    scheme: str
+    seed: int
+    n_symbols: int
+    max_train_len: int
+    accuracy: dict
+    not_evaluated: tuple
+    train_loss: float
+    model: TinyCausalLM
+
+
+def _copy_sequences(rng: np.random.Generator, n_sequences: int, length: int, n_symbols: int) -> torch.Tensor:
+    """``<bos> x_1 ... x_length <sep> x_1 ... x_length``, with ``<sep> = n_symbols`` and ``<bos> = n_symbols + 1``."""
+    x = rng.integers(0, n_symbols, (n_sequences, length))
+    bos = np.full((n_sequences, 1), n_symbols + 1)
+    sep = np.full((n_sequences, 1), n_symbols)
+    return torch.from_numpy(np.concatenate([bos, x, sep, x], axis=1))
+
+
+def _copy_logits_and_targets(model: TinyCausalLM, sequences: torch.Tensor):
+    """Logits that predict the copied symbols, ``(batch, length, vocab)``, and those symbols ``(batch, length)``."""
+    length = (sequences.shape[1] - 2) // 2
+    logits = model._logits(sequences[:, :-1])[:, length + 1 :]  # read <sep> and the copy so far
+    return logits, sequences[:, length + 2 :]
+
+
+def copy_task(
+    scheme,
+    *,
+    seed,
+    n_symbols=8,
+    max_train_len=8,
+    eval_lens=(8, 12, 16),
+    steps=600,
+    batch_size=32,
+    d_model=64,
+    n_heads=4,
+    n_layers=2,
+    lr=3e-3,
+    eval_sequences=256,
+    eval_seed=0,
+    rotary_dim=None,
+    nope_layer_interval=None,
+) -> CopyResult:
+    r"""Train a :class:`TinyCausalLM` to copy short random sequences, then ask it to copy longer ones.
+
+    Parameters
+    ----------
+    scheme : {"sinusoidal", "learned", "rotary", "t5", "alibi", "none"}
+        The positional scheme (see :class:`TinyCausalLM`).
+    seed : int
+        Seeds the model's initial weights and its training sequences.
+    n_symbols : int, default 8
+        Symbols the copied sequences are drawn from, uniformly and independently; the model's vocabulary
+        adds a separator and a start symbol.
+    max_train_len : int, default 8
+        Each training step copies sequences of one length drawn uniformly from ``1 ... max_train_len``.
+    eval_lens : sequence of int, default (8, 12, 16)
+        Lengths of the sequences to copy at evaluation.
+    steps, batch_size, lr
+        Adam updates, sequences per update and peak learning rate (half-cosine decay to 0, gradients
+        clipped to norm 1), as in :func:`train_and_evaluate`.
+    d_model, n_heads, n_layers, rotary_dim, nope_layer_interval
+        As in :class:`TinyCausalLM`.
+    eval_sequences : int, default 256
+        Sequences copied per evaluation length.
+    eval_seed : int, default 0
+        Seeds the evaluation sequences, which are therefore the same for every scheme and every ``seed``.
+
+    Returns
+    -------
+    result : CopyResult
+
+    Notes
+    -----
+    A sequence of length :math:`n` is ``<bos>`` :math:`x_1 \dots x_n` ``<sep>`` :math:`x_1 \dots x_n`, of
+    :math:`2n + 2` symbols; the loss and the accuracy cover the :math:`n` symbols after ``<sep>`` only,
+    each predicted with the true symbols before it (teacher forcing), so the accuracy is a share of
+    symbols, not of sequences copied without a mistake. Symbols repeat within a sequence, so the symbol
+    that followed an earlier occurrence of the current one is no reliable answer: the model must find the
+    symbol :math:`n` positions back, a distance that grows with the length. Kazemnejad et al. (2023)
+    include a copy task, its input and output separated by a ``[SEP]`` token, among the tasks of their
+    study of length generalization.
+
+    References
+    ----------
+    .. [1] A. Kazemnejad, I. Padhi, K. Natesan Ramamurthy, P. Das, S. Reddy, "The Impact of Positional
+       Encoding on Length Generalization in Transformers", NeurIPS 2023, arXiv:2305.19466.
+
+    Examples
+    --------
+    >>> r = copy_task("alibi", seed=0, max_train_len=4, eval_lens=(4, 8), steps=2, d_model=8)
+    >>> sorted(r.accuracy), all(0 <= a <= 1 for a in r.accuracy.values())
+    ([4, 8], True)
+    """
+    vocab = n_symbols + 2
+    with _OneThread():
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            model = TinyCausalLM(
+                scheme,
+                vocab_size=vocab,
+                d_model=d_model,
+                n_heads=n_heads,
+                n_layers=n_layers,
+                max_len=2 * max_train_len + 1,
+                rotary_dim=rotary_dim,
+                nope_layer_interval=nope_layer_interval,
+            )
+        rng = np.random.default_rng([seed, 5])
+        optimizer = torch.optim.Adam(model.parameters(), lr=lr, fused=True)
+        model.train()
+        tail = []
+        for step in range(steps):
+            for group in optimizer.param_groups:
+                group["lr"] = lr * 0.5 * (1.0 + math.cos(math.pi * step / steps))
+            length = int(rng.integers(1, max_train_len + 1))
+            logits, targets = _copy_logits_and_targets(model, _copy_sequences(rng, batch_size, length, n_symbols))
+            loss = nn.functional.cross_entropy(logits.reshape(-1, vocab), targets.reshape(-1))
+            if not math.isfinite(float(loss.detach())):
+                raise ValueError(
+                    f"training diverged at step {step} (loss {float(loss.detach())}): lr={lr} is too large"
+                )
+            optimizer.zero_grad()
+            loss.backward()
+            nn.utils.clip_grad_norm_(model.parameters(), _GRAD_CLIP)
+            optimizer.step()
+            if step >= steps - max(1, steps // 10):
+                tail.append(float(loss.detach()))
+        model.eval()
+        accuracy, not_evaluated = {}, []
+        with torch.no_grad():
+            for length in eval_lens:
+                if scheme == "learned" and 2 * length + 1 > model.max_len:
+                    not_evaluated.append(length)
+                    continue
+                sequences = _copy_sequences(
+                    np.random.default_rng([6, eval_seed, n_symbols, length]), eval_sequences, length, n_symbols
+                )
+                logits, targets = _copy_logits_and_targets(model, sequences)
+                accuracy[length] = float((logits.argmax(dim=-1) == targets).double().mean())
+    return CopyResult(
+        scheme, seed, n_symbols, max_train_len, accuracy, tuple(not_evaluated), float(np.mean(tail)), model
     )
