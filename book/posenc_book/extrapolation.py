@@ -41,6 +41,7 @@ from posenc.nn import (
     SinusoidalPositionalEncoding,
     T5RelativeBias,
 )
+from posenc_book.adam import Adam
 
 __all__ = [
     "SCHEMES",
@@ -560,7 +561,7 @@ def _train(model, chain, *, steps, batch_size, length, lr, rng, positions=None, 
 
     A loss that stops being finite raises a ``ValueError`` naming ``lr_name``, rather than returning NaN.
     """
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr, fused=True)
+    optimizer = Adam(model.parameters(), lr=lr, fused=True)
     model.train()
     tail = []
     for step in range(steps):
@@ -1191,7 +1192,7 @@ def copy_task(
                 nope_layer_interval=nope_layer_interval,
             )
         rng = np.random.default_rng([seed, 5])
-        optimizer = torch.optim.Adam(model.parameters(), lr=lr, fused=True)
+        optimizer = Adam(model.parameters(), lr=lr, fused=True)
         model.train()
         tail = []
         for step in range(steps):

@@ -26,6 +26,7 @@ import torch
 from torch import nn
 
 from posenc.nn import RotaryEmbedding
+from posenc_book.adam import Adam
 from posenc_book.extrapolation import N_SYMBOLS, TinyCausalLM, evaluate, markov_chain, sample_sequences
 
 __all__ = [
@@ -333,7 +334,7 @@ def train_rotary(
         model.rotary = p_rope(d_model // n_heads, fraction, base=base)
         usage_tokens = _usage_tokens(chain, source_seed, train_len, 64, 0)  # frequency_usage's defaults
         untrained = _usage(model, usage_tokens)
-        optimizer = torch.optim.Adam(model.parameters(), lr=lr, fused=True)
+        optimizer = Adam(model.parameters(), lr=lr, fused=True)
         model.train()
         for step in range(steps):
             for group in optimizer.param_groups:

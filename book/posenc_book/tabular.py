@@ -25,6 +25,8 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
+from posenc_book.adam import Adam
+
 __all__ = ["FeatureTokenizer", "TinyFTTransformer", "permute_features", "train_regression", "RegressionCurves"]
 
 
@@ -309,7 +311,7 @@ def train_regression(model, x_train, y_train, x_test, y_test, *, steps=300, lr=1
         if y.shape != (len(x),):  # (n, 1) would broadcast against the (n,) predictions into an (n, n) error
             raise ValueError(f"{name} must have shape ({len(x)},) to match its x, got {tuple(y.shape)}")
 
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    optimizer = Adam(model.parameters(), lr=lr)
     model.train()
     curves = RegressionCurves([], [])
     for step in range(steps + 1):
