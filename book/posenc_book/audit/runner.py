@@ -340,15 +340,29 @@ class Audit:
             if self.cells[(implementation.name, prop.key)].passed is False
         ]
 
-    def table(self) -> Table:
-        """The audit as a :class:`posenc_book.tables.Table`: rows implementations, columns properties."""
-        used = [prop for prop in PROPERTIES if any(i.kind == prop.kind for i in self.implementations)]
-        header = ["library", "version", "function"] + [f"{prop.title} ({prop.unit})" for prop in used]
+    def table(self, kinds: list[str] | None = None, caption: str | None = None) -> Table:
+        """The audit as a :class:`posenc_book.tables.Table`: rows implementations, columns properties.
+
+        Parameters
+        ----------
+        kinds : list of str, optional
+            Show only the implementations of these kinds (``"rotary"``, ``"conversion"``, ``"slopes"``,
+            ``"buckets"``). Default: all. Either way, only the properties that apply to a shown row are columns.
+        caption : str, optional
+            The table's caption.
+        """
+        known = sorted({prop.kind for prop in PROPERTIES})
+        unknown = sorted(set(kinds or []) - set(known))
+        if unknown:
+            raise ValueError(f"unknown kinds {unknown}; the kinds are {known}")
+        shown = [i for i in self.implementations if kinds is None or i.kind in kinds]
+        used = [prop for prop in PROPERTIES if any(i.kind == prop.kind for i in shown)]
+        header = ["library", "function"] + [f"{prop.title} ({prop.unit})" for prop in used]
         rows = [
-            [i.library, i.version, i.function] + [str(self.cells[(i.name, prop.key)]) for prop in used]
-            for i in self.implementations
+            [f"{i.library} {i.version}", i.function] + [str(self.cells[(i.name, prop.key)]) for prop in used]
+            for i in shown
         ]
-        return Table(header, rows)
+        return Table(header, rows, caption=caption)
 
 
 def run_audit(implementations: list[Implementation] | None = None, keys: list[str] | None = None) -> Audit:
