@@ -1,4 +1,4 @@
-"""The audit of chapter 13: the runner's verdicts on the pinned libraries, re-run here, and the runner
+"""The audit of chapters 13 and 14: the runner's verdicts on the pinned libraries, re-run here, and the runner
 itself (it must fail a broken adapter, measure errors without the check, and import no library early).
 
 The expected verdicts are the chapter's written ones: four failures, from rotary-embedding-torch in
@@ -20,7 +20,7 @@ import pytest
 import torch
 
 import posenc
-from posenc_book.audit import PROPERTIES, Implementation, all_implementations, run_audit
+from posenc_book.audit import PROPERTIES, PYTORCH_LIBRARIES, Implementation, all_implementations, run_audit
 from posenc_book.audit.runner import ANGLE_POSITIONS, t5_differences_on_boundaries
 
 TOLERANCE = 2.0**-20 * (ANGLE_POSITIONS - 1)
@@ -43,6 +43,24 @@ def test_six_libraries_two_outside_pytorch(audit):
     assert libraries == {"transformers", "rotary-embedding-torch", "x-transformers", "llama-models", "mlx", "equinox"}
     kinds = {i.kind for i in audit.implementations}
     assert kinds == {"rotary", "conversion", "slopes", "buckets"}
+
+
+def test_libraries_selects_whole_libraries_in_the_audits_order():
+    pytorch = all_implementations(PYTORCH_LIBRARIES)
+    assert {i.library for i in pytorch} == set(PYTORCH_LIBRARIES)
+    rest = all_implementations(["mlx", "equinox"])
+    assert {i.library for i in rest} == {"mlx", "equinox"}
+    # the two chapters together are the whole audit, in its order
+    assert [i.name for i in all_implementations()] == [i.name for i in pytorch + rest]
+    assert [i.name for i in all_implementations(["equinox", "mlx"])] == [i.name for i in rest]
+
+
+@pytest.mark.argument_check
+def test_libraries_must_be_known_names():
+    with pytest.raises(ValueError, match=r"libraries: unknown \['jax'\]"):
+        all_implementations(["mlx", "jax"])
+    with pytest.raises(TypeError, match="libraries must be a sequence"):
+        all_implementations("mlx")
 
 
 def test_the_failures_are_the_ones_the_chapter_explains(audit):

@@ -1,4 +1,4 @@
-"""The audit of chapter 13: posenc.testing's checks run against the positional-encoding code people run.
+"""The audit of chapters 13 and 14: posenc.testing's checks run against the positional-encoding code people run.
 
 One module per library holds its adapters: a few lines each that call the library's own rotary, ALiBi or
 T5 code and hand back NumPy arrays in the shapes the checks of :mod:`posenc.testing` take. Each adapter
@@ -14,6 +14,14 @@ imports its library only when it is built, so importing this package imports non
 """
 
 from posenc_book.audit.common import Implementation
-from posenc_book.audit.runner import PROPERTIES, Audit, Cell, all_implementations, run_audit
+from posenc_book.audit.runner import PROPERTIES, PYTORCH_LIBRARIES, Audit, Cell, all_implementations, run_audit
 
-__all__ = ["PROPERTIES", "Audit", "Cell", "Implementation", "all_implementations", "run_audit"]
+__all__ = [
+    "PROPERTIES",
+    "PYTORCH_LIBRARIES",
+    "Audit",
+    "Cell",
+    "Implementation",
+    "all_implementations",
+    "run_audit",
+]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,7 +23,7 @@ from posenc_book.audit import apple_mlx, equinox_jax, hf_transformers, lucidrain
 from posenc_book.audit.common import HEAD_DIM, Implementation
 from posenc_book.tables import Table
 
-__all__ = ["PROPERTIES", "Audit", "Cell", "Property", "all_implementations", "run_audit"]
+__all__ = ["PROPERTIES", "PYTORCH_LIBRARIES", "Audit", "Cell", "Property", "all_implementations", "run_audit"]
 
 ANGLE_POSITIONS = 8192
 """Positions 0..8191, where the angle checks' tolerance is 2**-20 * 8191 = 0.0078 rad.
@@ -37,10 +37,35 @@ MAX_HEADS = 64
 T5_CONFIG = {"bidirectional": True, "num_buckets": 32, "max_distance": 128}
 
 
-def all_implementations() -> list[Implementation]:
-    """Every implementation of the audit, library by library."""
+PYTORCH_LIBRARIES = ("transformers", "rotary-embedding-torch", "x-transformers", "llama-models")
+"""The audited libraries built on PyTorch (chapter 13); the others, MLX and Equinox, are chapter 14's."""
+
+
+def all_implementations(libraries: Sequence[str] | None = None) -> list[Implementation]:
+    """The implementations of the audit, library by library.
+
+    Parameters
+    ----------
+    libraries : sequence of str, optional
+        Only these libraries' implementations (names as :attr:`Implementation.library`, e.g.
+        :data:`PYTORCH_LIBRARIES`), in the audit's order. Default: every library.
+
+    Raises
+    ------
+    ValueError
+        If ``libraries`` names a library the audit does not have.
+    """
     modules = (hf_transformers, lucidrains_rotary, xtransformers, meta_llama, apple_mlx, equinox_jax)
-    return [implementation for module in modules for implementation in module.implementations()]
+    every = [implementation for module in modules for implementation in module.implementations()]
+    if libraries is None:
+        return every
+    if isinstance(libraries, str):
+        raise TypeError(f"libraries must be a sequence of library names, not the string {libraries!r}")
+    known = list(dict.fromkeys(implementation.library for implementation in every))
+    unknown = sorted(set(libraries) - set(known))
+    if unknown:
+        raise ValueError(f"libraries: unknown {unknown}; the audit has {known}")
+    return [implementation for implementation in every if implementation.library in libraries]
 
 
 # --- Measurements: the implementation's error against posenc's float64 reference ---------------------------
