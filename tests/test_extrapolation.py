@@ -34,6 +34,7 @@ from posenc_book.extrapolation import (
     sample_sequences,
     shuffled_context_loss,
     train_and_evaluate,
+    train_steps,
 )
 
 TINY = dict(train_len=8, eval_lens=(8, 16), steps=3, batch_size=4, d_model=8, n_heads=2, n_layers=1, eval_tokens=64)
@@ -639,3 +640,35 @@ def test_claim_on_copying_nope_beats_rotary_and_alibi_beats_nope_beyond_the_trai
         for n in (12, 16):
             assert acc["none"][n] > acc["rotary"][n] + 0.1, (n, table)
             assert acc["alibi"][n] > acc["none"][n] + 0.1, (n, table)
+
+
+def test_train_steps_returns_the_mean_of_the_last_tenth_and_leaves_the_model_in_eval_mode():
+    """The shared loop of chapters 9 and 12: the loss it reports is the mean of the last 10 % of the steps'."""
+    torch.manual_seed(0)
+    model = torch.nn.Linear(3, 1)
+    x, y = torch.randn(8, 3), torch.randn(8, 1)
+    seen, modes = [], []
+
+    def loss_at(step):
+        modes.append(model.training)
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        seen.append(float(loss.detach()))
+        return loss
+
+    reported = train_steps(model, loss_at, steps=40, lr=0.05)
+    assert len(seen) == 40 and all(modes) and not model.training
+    assert reported == pytest.approx(np.mean(seen[-4:]), rel=1e-12)
+    assert seen[-1] < seen[0]  # it trained: Adam lowered a convex loss
+
+
+@pytest.mark.argument_check
+def test_train_steps_refuses_a_loss_that_is_not_finite_naming_the_callers_rate():
+    model = torch.nn.Linear(3, 1)
+    x = torch.randn(4, 3)
+
+    def loss_at(step):
+        loss = model(x).pow(2).mean()
+        return loss * float("nan") if step == 3 else loss
+
+    with pytest.raises(ValueError, match=r"diverged at step 3 \(loss nan\): finetune_lr=0.5 is too large"):
+        train_steps(model, loss_at, steps=10, lr=0.5, lr_name="finetune_lr")

@@ -28,6 +28,7 @@ global random state and thread count as it found them: equal arguments give equa
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
@@ -59,6 +60,7 @@ __all__ = [
     "position_interpolation",
     "CopyResult",
     "copy_task",
+    "train_steps",
 ]
 
 SCHEMES = ("sinusoidal", "learned", "rotary", "t5", "alibi", "none")
@@ -556,10 +558,38 @@ def _scored_loss(model: TinyCausalLM, sequences: torch.Tensor, positions=None, w
     return nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
 
 
-def _train(model, chain, *, steps, batch_size, length, lr, rng, positions=None, lr_name="lr") -> float:
-    """Adam, learning rate decayed along a half cosine, fresh sequences each step; the mean loss of the last 10 %.
+def train_steps(
+    model: nn.Module, loss_at: Callable[[int], torch.Tensor], *, steps: int, lr: float, lr_name: str = "lr"
+) -> float:
+    """The book's training recipe, shared by every model it trains (chapters 9 and 12).
 
-    A loss that stops being finite raises a ``ValueError`` naming ``lr_name``, rather than returning NaN.
+    Adam (:class:`posenc_book.adam.Adam`, fused), the learning rate decayed from ``lr`` to 0 along a half
+    cosine, gradients clipped to norm 1; ``loss_at(step)`` computes step ``step``'s loss on fresh data, so
+    each caller keeps its own data and loss. The model is in training mode during the loop and in
+    evaluation mode after it.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The model, trained in place.
+    loss_at : callable
+        ``loss_at(step) -> tensor``, the scalar loss of step ``step`` (0, ..., ``steps - 1``), with its graph.
+    steps : int
+        Optimizer steps.
+    lr : float
+        The learning rate at step 0.
+    lr_name : str, default "lr"
+        The caller's name for ``lr``, for the error message.
+
+    Returns
+    -------
+    float
+        The mean loss of the last 10 % of the steps (at least the last one).
+
+    Raises
+    ------
+    ValueError
+        If a loss is not finite, naming the step, the loss and ``lr_name`` (rather than training on NaN).
     """
     optimizer = Adam(model.parameters(), lr=lr, fused=True)
     model.train()
@@ -567,20 +597,28 @@ def _train(model, chain, *, steps, batch_size, length, lr, rng, positions=None, 
     for step in range(steps):
         for group in optimizer.param_groups:
             group["lr"] = lr * 0.5 * (1.0 + math.cos(math.pi * step / steps))
-        batch = torch.from_numpy(_sample(chain, batch_size, length + 1, rng))
-        loss = _scored_loss(model, batch, positions)
-        if not math.isfinite(float(loss.detach())):
-            raise ValueError(
-                f"training diverged at step {step} (loss {float(loss.detach())}): {lr_name}={lr} is too large"
-            )
+        loss = loss_at(step)
+        value = float(loss.detach())
+        if not math.isfinite(value):
+            raise ValueError(f"training diverged at step {step} (loss {value}): {lr_name}={lr} is too large")
         optimizer.zero_grad()
         loss.backward()
         nn.utils.clip_grad_norm_(model.parameters(), _GRAD_CLIP)
         optimizer.step()
         if step >= steps - max(1, steps // 10):
-            tail.append(float(loss.detach()))
+            tail.append(value)
     model.eval()
     return float(np.mean(tail))
+
+
+def _train(model, chain, *, steps, batch_size, length, lr, rng, positions=None, lr_name="lr") -> float:
+    """:func:`train_steps` on ``batch_size`` fresh sequences of the chain per step, scored by :func:`_scored_loss`."""
+
+    def loss_at(step: int) -> torch.Tensor:
+        batch = torch.from_numpy(_sample(chain, batch_size, length + 1, rng))
+        return _scored_loss(model, batch, positions)
+
+    return train_steps(model, loss_at, steps=steps, lr=lr, lr_name=lr_name)
 
 
 def _evaluate(model, sequences: np.ndarray, positions=None, window=None) -> float:
@@ -1192,26 +1230,13 @@ def copy_task(
                 nope_layer_interval=nope_layer_interval,
             )
         rng = np.random.default_rng([seed, 5])
-        optimizer = Adam(model.parameters(), lr=lr, fused=True)
-        model.train()
-        tail = []
-        for step in range(steps):
-            for group in optimizer.param_groups:
-                group["lr"] = lr * 0.5 * (1.0 + math.cos(math.pi * step / steps))
+
+        def loss_at(step: int) -> torch.Tensor:
             length = int(rng.integers(1, max_train_len + 1))
             logits, targets = _copy_logits_and_targets(model, _copy_sequences(rng, batch_size, length, n_symbols))
-            loss = nn.functional.cross_entropy(logits.reshape(-1, vocab), targets.reshape(-1))
-            if not math.isfinite(float(loss.detach())):
-                raise ValueError(
-                    f"training diverged at step {step} (loss {float(loss.detach())}): lr={lr} is too large"
-                )
-            optimizer.zero_grad()
-            loss.backward()
-            nn.utils.clip_grad_norm_(model.parameters(), _GRAD_CLIP)
-            optimizer.step()
-            if step >= steps - max(1, steps // 10):
-                tail.append(float(loss.detach()))
-        model.eval()
+            return nn.functional.cross_entropy(logits.reshape(-1, vocab), targets.reshape(-1))
+
+        train_loss = train_steps(model, loss_at, steps=steps, lr=lr)
         accuracy, not_evaluated = {}, []
         with torch.no_grad():
             for length in eval_lens:
@@ -1223,6 +1248,4 @@ def copy_task(
                 )
                 logits, targets = _copy_logits_and_targets(model, sequences)
                 accuracy[length] = float((logits.argmax(dim=-1) == targets).double().mean())
-    return CopyResult(
-        scheme, seed, n_symbols, max_train_len, accuracy, tuple(not_evaluated), float(np.mean(tail)), model
-    )
+    return CopyResult(scheme, seed, n_symbols, max_train_len, accuracy, tuple(not_evaluated), train_loss, model)

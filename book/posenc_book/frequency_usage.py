@@ -26,8 +26,7 @@ import torch
 from torch import nn
 
 from posenc.nn import RotaryEmbedding
-from posenc_book.adam import Adam
-from posenc_book.extrapolation import N_SYMBOLS, TinyCausalLM, evaluate, markov_chain, sample_sequences
+from posenc_book.extrapolation import N_SYMBOLS, TinyCausalLM, evaluate, markov_chain, sample_sequences, train_steps
 
 __all__ = [
     "NoRotation",
@@ -334,21 +333,13 @@ def train_rotary(
         model.rotary = p_rope(d_model // n_heads, fraction, base=base)
         usage_tokens = _usage_tokens(chain, source_seed, train_len, 64, 0)  # frequency_usage's defaults
         untrained = _usage(model, usage_tokens)
-        optimizer = Adam(model.parameters(), lr=lr, fused=True)
-        model.train()
-        for step in range(steps):
-            for group in optimizer.param_groups:
-                group["lr"] = lr * 0.5 * (1.0 + math.cos(math.pi * step / steps))
+
+        def loss_at(step: int) -> torch.Tensor:
             batch = torch.from_numpy(sample_sequences(chain, batch_size, train_len + 1, seed=[seed, 6, step]))
             logits = model(batch[:, :-1])[:, 1:]
-            loss = nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), batch[:, 2:].reshape(-1))
-            if not math.isfinite(float(loss.detach())):
-                raise ValueError(f"training diverged at step {step}: lr={lr} is too large")
-            optimizer.zero_grad()
-            loss.backward()
-            nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-        model.eval()
+            return nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), batch[:, 2:].reshape(-1))
+
+        train_steps(model, loss_at, steps=steps, lr=lr)
         trained = _usage(model, usage_tokens)
         losses = {
             length: evaluate(
