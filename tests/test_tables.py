@@ -17,7 +17,8 @@ def test_the_html_table_holds_every_cell_in_order_and_escapes_markup():
     table = Table(["scheme", "loss"], [["<rotary>", "1.5 (1.4–1.6)"], ["t5 & co", "cannot run"]], caption="a < b")
     html = table._repr_html_()
     assert html.startswith('<table class="table posenc-results"><caption>a &lt; b</caption>')
-    assert re.findall(r"<t[hd] style=[^>]*>(.*?)</t[hd]>", html) == [
+    cells = [re.sub(r"<[^>]+>", "", cell) for cell in re.findall(r"<t[hd] style=[^>]*>(.*?)</t[hd]>", html)]
+    assert cells == [
         "scheme",
         "loss",
         "&lt;rotary&gt;",
@@ -44,3 +45,20 @@ def test_a_column_of_numbers_is_right_aligned_even_with_a_word_among_them():
 def test_a_row_of_the_wrong_length_is_refused():
     with pytest.raises(ValueError, match=r"row 1 has 1 cells, the header 2"):
         Table(["a", "b"], [["1", "2"], ["3"]])
+
+
+def test_in_html_a_number_never_breaks_and_a_long_name_breaks_only_after_dots_and_underscores():
+    table = Table(
+        ["function", "angles"],
+        [["RotaryEmbedding.rotate_queries_or_keys", "pass 1.9e-05"], ["nn.RoPE", "2.13 (2.09–2.17)"]],
+    )
+    page = table._repr_html_()
+    # the break opportunities of the long name, and none in the short one
+    assert "RotaryEmbedding.<wbr>rotate_<wbr>queries_<wbr>or_<wbr>keys" in page
+    assert ">nn.RoPE<" in page
+    # the numbers are kept whole: a line may not break at the minus of an exponent or inside a range
+    assert 'pass <span style="white-space: nowrap">1.9e-05</span>' in page
+    assert '<span style="white-space: nowrap">2.13 (2.09–2.17)</span>' in page
+    # the text a reader selects is the cell's, tags removed
+    cells = [re.sub(r"<[^>]+>", "", cell) for cell in re.findall(r"<td[^>]*>(.*?)</td>", page)]
+    assert cells == ["RotaryEmbedding.rotate_queries_or_keys", "pass 1.9e-05", "nn.RoPE", "2.13 (2.09–2.17)"]

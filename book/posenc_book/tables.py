@@ -18,6 +18,30 @@ __all__ = ["Table", "value_range"]
 _NUMBER = re.compile(r"[-+−]?[\d.,]+(?:e[-+−]?\d+)?%?(?:–[\d.,]+)?(?: \([\d.,]+–[\d.,]+\))?", re.IGNORECASE)
 
 
+_LONG_NAME = re.compile(r"[\w.]{16,}")
+"""A word long enough to widen its column, made of name characters (``RotaryEmbedding.rotate_queries_or_keys``)."""
+
+
+def _cell_html(cell: str) -> str:
+    """A cell's text as HTML that breaks where a reader would and nowhere else.
+
+    A number (``1.9e-05``) never breaks at its minus sign; a long dotted or snake-case name may break after
+    each ``.`` and ``_`` (``<wbr>``, no visible hyphen), so that one name does not set a column's width.
+    The text itself, tags removed, is the cell's.
+    """
+    if _NUMBER.fullmatch(cell):
+        return f'<span style="white-space: nowrap">{html.escape(cell)}</span>'
+    words = []
+    for word in cell.split(" "):
+        escaped = html.escape(word)
+        if _NUMBER.fullmatch(word):
+            escaped = f'<span style="white-space: nowrap">{escaped}</span>'
+        elif _LONG_NAME.search(word):
+            escaped = re.sub(r"([._])(?=\w)", r"\1<wbr>", escaped)
+        words.append(escaped)
+    return " ".join(words)
+
+
 def value_range(low: float, high: float, digits: int = 2) -> str:
     """``low`` and ``high`` written as a range with an en dash, e.g. ``"1.66–1.78"``.
 
@@ -71,7 +95,7 @@ class Table:
             return (
                 "<tr>"
                 + "".join(
-                    f'<{tag} style="text-align: {align}">{html.escape(cell)}</{tag}>'
+                    f'<{tag} style="text-align: {align}">{_cell_html(cell)}</{tag}>'
                     for cell, align in zip(cells, aligns)
                 )
                 + "</tr>"

@@ -382,11 +382,9 @@ class Audit:
             raise ValueError(f"unknown kinds {unknown}; the kinds are {known}")
         shown = [i for i in self.implementations if kinds is None or i.kind in kinds]
         used = [prop for prop in PROPERTIES if any(i.kind == prop.kind for i in shown)]
-        header = ["library", "function"] + [f"{prop.title} ({prop.unit})" for prop in used]
-        rows = [
-            [f"{i.library} {i.version}", i.function] + [str(self.cells[(i.name, prop.key)]) for prop in used]
-            for i in shown
-        ]
+        # one label column, "library version: function", so that the table fits a desktop page's column
+        header = ["implementation"] + [f"{prop.title} ({prop.unit})" for prop in used]
+        rows = [[i.name] + [str(self.cells[(i.name, prop.key)]) for prop in used] for i in shown]
         return Table(header, rows, caption=caption)
 
 
