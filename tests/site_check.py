@@ -26,6 +26,8 @@ visit). A page passes when it
   have ``scrollWidth <= clientWidth``, or the reader scrolls sideways inside it to read the code; such blocks
   are counted per page (:attr:`PageReport.wide_code`) and fail, and output blocks that scroll are counted too
   (``wide_output``, reported, not failed);
+* shows no cell output printed to stderr (myst-nb's ``div.output.stderr``): a warning from a library, with
+  the build machine's paths in it, is not part of a chapter;
 * gives every image in the article a real alt text: present, not blank, and not a file name or hash
   (``_images/abc123.png``, ``../_build/....png``), which a screen reader would read aloud;
 * for a page of the API reference (``book/api/*.rst``), has an element whose ``id`` is each object its
@@ -352,6 +354,8 @@ _WIDE_CODE_JS = """
     wide_code: inputs.filter(scrolls).map(el =>
       `${el.scrollWidth} > ${el.clientWidth} px: ${(el.textContent || "").split("\\n")[0].trim().slice(0, 60)}`),
     wide_output: outputs.filter(scrolls).length,
+    stderr: [...article.querySelectorAll("div.output.stderr")].map(el =>
+      (el.textContent || "").trim().split("\\n")[0].slice(0, 100)),
   };
 }
 """
@@ -562,9 +566,15 @@ def _report_late_failures(reports: list[PageReport], late: list[str]) -> None:
 
 
 def _judge_code_width(report: PageReport, facts: dict, viewport_width: int) -> None:
-    """Fail a page with a visible input code block that scrolls sideways at the desktop width."""
+    """Fail a page with a visible input code block that scrolls sideways at the desktop width, or with a cell
+    output printed to stderr (a warning a reader should not see)."""
     report.wide_code = facts["wide_code"]
     report.wide_output = facts["wide_output"]
+    if facts["stderr"]:
+        # a warning a cell printed (with the build machine's paths): the reader should never see one
+        report.failures.append(
+            f"{len(facts['stderr'])} cell outputs printed to stderr: " + "; ".join(facts["stderr"][:3])
+        )
     if report.wide_code:
         report.failures.append(
             f"{len(report.wide_code)} of {facts['code_blocks']} visible code blocks wider than their box at "

@@ -78,6 +78,11 @@ SITE = {
         '<div class="highlight"><pre style="width:300px;overflow-x:auto">fits = True</pre></div></div>'
         f'<div class="cell_output"><pre style="width:300px;overflow-x:auto">{"9" * 100}</pre></div></article>'
     ),
+    # A cell that printed a warning to stderr (myst-nb's class for a stderr stream).
+    "stderr.html": page(
+        '<article><div class="cell_output"><div class="output stderr"><pre>/site-packages/tqdm/auto.py:21: '
+        "TqdmWarning: IProgress not found.</pre></div></div></article>"
+    ),
     # An API page whose class entry rendered but whose method did not (the method's id is missing).
     "api_missing_entry.html": page('<article><dl><dt id="posenc.nn.RotaryEmbedding">class</dt></dl></article>'),
 }
@@ -103,6 +108,7 @@ EXPECTED_FAILURE = {
     "too_wide.html": f"at a {PHONE_WIDTH} px viewport (scrolls sideways); widest element: div.wide-box",
     "long_heading.html": "widest element: h1#long",
     "wide_code.html": "1 of 1 visible code blocks wider than their box at 1280 px (they scroll sideways): ",
+    "stderr.html": "1 cell outputs printed to stderr: /site-packages/tqdm/auto.py:21: TqdmWarning",
     "alt_missing.html": "image without a real alt text (no alt attribute)",
     "alt_empty.html": "image without a real alt text (empty alt text)",
     "alt_file_name.html": "alt text is a file name: '_images/3f2a9c01de4b5a6b.png'",
