@@ -156,6 +156,19 @@ def test_table_of_some_kinds_shows_their_rows_and_only_their_properties(audit):
     assert len(rotary.rows) + len(others.rows) == len(audit.implementations)
 
 
+def test_implementation_finds_a_row_by_library_and_function_prefix(audit):
+    found = audit.implementation("transformers", "Falcon")
+    assert found.library == "transformers" and found.function == "Falcon build_alibi_tensor"
+    # the first in table order: the Equinox module alone comes before the one after another base
+    assert audit.implementation("equinox", "nn.Rotary").function == "nn.RotaryPositionalEmbedding"
+
+
+@pytest.mark.argument_check
+def test_implementation_that_is_not_there_is_refused(audit):
+    with pytest.raises(ValueError, match="no implementation of 'mlx' whose function starts with 'Falcon'"):
+        audit.implementation("mlx", "Falcon")
+
+
 @pytest.mark.argument_check
 def test_unknown_kind_is_refused(audit):
     with pytest.raises(ValueError, match="unknown kinds"):

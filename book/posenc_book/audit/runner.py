@@ -356,6 +356,19 @@ class Audit:
         name = implementation if isinstance(implementation, str) else implementation.name
         return self.cells[(name, key)]
 
+    def implementation(self, library: str, function: str) -> Implementation:
+        """The first implementation of ``library`` (in table order) whose function starts with ``function``.
+
+        Raises
+        ------
+        ValueError
+            If the audit has no such implementation.
+        """
+        for implementation in self.implementations:
+            if implementation.library == library and implementation.function.startswith(function):
+                return implementation
+        raise ValueError(f"the audit has no implementation of {library!r} whose function starts with {function!r}")
+
     def failures(self) -> list[tuple[str, str]]:
         """(row label, property key) of every failed cell, in table order."""
         return [
