@@ -24,8 +24,8 @@ visit). A page passes when it
 * has no visible code cell wider than its box at the desktop width (1280 px): a notebook cell's input
   (``div.cell_input`` ``div.highlight pre``) that a reader sees, i.e. not collapsed behind a toggle, must
   have ``scrollWidth <= clientWidth``, or the reader scrolls sideways inside it to read the code; such blocks
-  are counted per page (:attr:`PageReport.wide_code`) and fail, and output blocks that scroll are counted too
-  (``wide_output``, reported, not failed);
+  are counted per page (:attr:`PageReport.wide_code`) and fail, and so do the output blocks (``div.cell_output
+  pre``) that scroll (``wide_output``): a printed line longer than about 80 characters;
 * shows no cell output printed to stderr (myst-nb's ``div.output.stderr``): a warning from a library, with
   the build machine's paths in it, is not part of a chapter;
 * gives every image in the article a real alt text: present, not blank, and not a file name or hash
@@ -353,7 +353,8 @@ _WIDE_CODE_JS = """
     code_blocks: inputs.length,
     wide_code: inputs.filter(scrolls).map(el =>
       `${el.scrollWidth} > ${el.clientWidth} px: ${(el.textContent || "").split("\\n")[0].trim().slice(0, 60)}`),
-    wide_output: outputs.filter(scrolls).length,
+    wide_output: outputs.filter(scrolls).map(el =>
+      `${el.scrollWidth} > ${el.clientWidth} px: ${(el.textContent || "").split("\\n")[0].trim().slice(0, 60)}`),
     stderr: [...article.querySelectorAll("div.output.stderr")].map(el =>
       (el.textContent || "").trim().split("\\n")[0].slice(0, 100)),
   };
@@ -566,10 +567,15 @@ def _report_late_failures(reports: list[PageReport], late: list[str]) -> None:
 
 
 def _judge_code_width(report: PageReport, facts: dict, viewport_width: int) -> None:
-    """Fail a page with a visible input code block that scrolls sideways at the desktop width, or with a cell
-    output printed to stderr (a warning a reader should not see)."""
+    """Fail a page with a visible input or output code block that scrolls sideways at the desktop width, or
+    with a cell output printed to stderr (a warning a reader should not see)."""
     report.wide_code = facts["wide_code"]
-    report.wide_output = facts["wide_output"]
+    report.wide_output = len(facts["wide_output"])
+    if facts["wide_output"]:
+        report.failures.append(
+            f"{report.wide_output} visible output blocks wider than their box at {viewport_width} px (they scroll "
+            "sideways): " + "; ".join(facts["wide_output"][:3])
+        )
     if facts["stderr"]:
         # a warning a cell printed (with the build machine's paths): the reader should never see one
         report.failures.append(

@@ -76,7 +76,11 @@ SITE = {
         f'<article><details><summary>Show code</summary><div class="cell_input"><div class="highlight"><pre '
         f'style="width:300px;overflow-x:auto">x = 1  # {"w" * 100}</pre></div></div></details><div class="cell_input">'
         '<div class="highlight"><pre style="width:300px;overflow-x:auto">fits = True</pre></div></div>'
-        f'<div class="cell_output"><pre style="width:300px;overflow-x:auto">{"9" * 100}</pre></div></article>'
+        '<div class="cell_output"><pre style="width:300px;overflow-x:auto">fits too</pre></div></article>'
+    ),
+    # ... and an output block that scrolls fails as well.
+    "wide_output.html": page(
+        f'<article><div class="cell_output"><pre style="width:300px;overflow-x:auto">{"9" * 100}</pre></div></article>'
     ),
     # A cell that printed a warning to stderr (myst-nb's class for a stderr stream).
     "stderr.html": page(
@@ -108,6 +112,7 @@ EXPECTED_FAILURE = {
     "too_wide.html": f"at a {PHONE_WIDTH} px viewport (scrolls sideways); widest element: div.wide-box",
     "long_heading.html": "widest element: h1#long",
     "wide_code.html": "1 of 1 visible code blocks wider than their box at 1280 px (they scroll sideways): ",
+    "wide_output.html": "1 visible output blocks wider than their box at 1280 px (they scroll sideways): ",
     "stderr.html": "1 cell outputs printed to stderr: /site-packages/tqdm/auto.py:21: TqdmWarning",
     "alt_missing.html": "image without a real alt text (no alt attribute)",
     "alt_empty.html": "image without a real alt text (empty alt text)",
@@ -324,8 +329,9 @@ def test_a_wide_code_block_is_named_by_its_first_line_and_size(site):
     assert int(wide.split(" > ")[0]) > int(wide.split(" > ")[1].split(" px")[0])
 
 
-def test_a_collapsed_wide_code_block_passes_and_a_wide_output_is_only_counted(site):
+def test_a_collapsed_wide_code_block_passes_and_a_wide_output_fails(site):
     reports, _ = site
     report = reports["wide_code_collapsed.html"]
     assert report.ok, report.failures
-    assert report.wide_code == [] and report.wide_output == 1
+    assert report.wide_code == [] and report.wide_output == 0
+    assert reports["wide_output.html"].wide_output == 1
