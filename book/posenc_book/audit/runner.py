@@ -50,8 +50,14 @@ def all_implementations(libraries: Sequence[str] | None = None) -> list[Implemen
         Only these libraries' implementations (names as :attr:`Implementation.library`, e.g.
         :data:`PYTORCH_LIBRARIES`), in the audit's order. Default: every library.
 
+    Returns
+    -------
+    list of Implementation
+
     Raises
     ------
+    TypeError
+        If ``libraries`` is a string (a sequence of names is wanted).
     ValueError
         If ``libraries`` names a library the audit does not have.
     """
@@ -358,6 +364,17 @@ class Audit:
 
     def implementation(self, library: str, function: str) -> Implementation:
         """The first implementation of ``library`` (in table order) whose function starts with ``function``.
+
+        Parameters
+        ----------
+        library : str
+            As :attr:`Implementation.library`, e.g. ``"transformers"``.
+        function : str
+            The start of :attr:`Implementation.function`, e.g. ``"Falcon"``.
+
+        Returns
+        -------
+        Implementation
 
         Raises
         ------
