@@ -21,10 +21,7 @@ import torch
 
 import posenc
 from posenc_book.audit import PROPERTIES, PYTORCH_LIBRARIES, Implementation, all_implementations, run_audit
-from posenc_book.audit.runner import ANGLE_POSITIONS, t5_differences_on_boundaries
-
-TOLERANCE = 2.0**-20 * (ANGLE_POSITIONS - 1)
-"""The angle checks' default tolerance at the positions the audit visits."""
+from posenc_book.audit.runner import ANGLE_TOLERANCE, t5_differences_on_boundaries
 
 
 def find(library: str, function: str, implementations: list[Implementation] | None = None) -> Implementation:
@@ -78,7 +75,7 @@ def test_measured_errors_agree_with_the_verdicts(audit):
             continue
         for key in ("angles", "bfloat16"):
             cell = audit.cell(implementation, key)
-            assert cell.passed == (cell.error <= TOLERANCE), (implementation.name, key, cell)
+            assert cell.passed == (cell.error <= ANGLE_TOLERANCE), (implementation.name, key, cell)
             if not cell.passed:
                 assert cell.error > 1.0  # a wrong position or base, not rounding
         assert audit.cell(implementation, "angles").passed is False or audit.cell(implementation, "angles").error < 2e-3

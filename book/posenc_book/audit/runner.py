@@ -29,6 +29,8 @@ ANGLE_POSITIONS = 8192
 """Positions 0..8191, where the angle checks' tolerance is 2**-20 * 8191 = 0.0078 rad.
 
 The checks' default is 16384; half of it halves the work, and the chapter must run in under 10 s."""
+ANGLE_TOLERANCE = 2.0**-20 * (ANGLE_POSITIONS - 1)
+"""The angle checks' default tolerance at :data:`ANGLE_POSITIONS`: 2**-20 rad per radian of the largest angle."""
 SHIFTS = (0, 1024, 8192)
 DISTANCES = (0, 1, 7, 100)
 SLICE_OFFSET, SLICE_LENGTH = 5, 16
