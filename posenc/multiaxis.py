@@ -13,8 +13,9 @@ the inverse rotation at :math:`p'` is the rotation by :math:`\phi(p - p')`, so t
 
 - *axial* (:func:`axial_frequencies`): each pair follows one axis; the pairs are split into ``n_axes``
   contiguous blocks, block ``a`` holding the frequencies of a 1-D rotary embedding of ``head_dim / n_axes``
-  features, as in rotary-embedding-torch's ``get_axial_freqs``, torchtune's
-  ``VisionRotaryPositionalEmbeddings`` and Qwen2-VL's vision encoder (Heo et al., 2024, "RoPE-Axial");
+  features, as in torchtune's ``VisionRotaryPositionalEmbeddings``, Qwen2-VL's vision encoder (Heo et al.,
+  2024, "RoPE-Axial") and rotary-embedding-torch's ``get_axial_freqs`` with ``freqs_for="lang"`` (its
+  ``freqs_for="pixel"`` mode spaces the frequencies linearly and spreads each axis over [-1, 1] instead);
 - *M-RoPE* (:func:`mrope_frequencies`): each pair follows one of (time, height, width) with the frequency it
   has in a 1-D rotary embedding of the whole head, the pairs assigned in ``mrope_section`` contiguous
   chunks (Qwen2-VL) or in turn (Qwen3-VL);
@@ -96,8 +97,10 @@ def axial_frequencies(head_dim: int, n_axes: int, *, base: float = 10000.0) -> N
     features. The same split is made by torchtune's ``VisionRotaryPositionalEmbeddings``
     (``dim = head_dim // 2``, x first, interleaved pairs), by Qwen2-VL's vision encoder in transformers
     (``Qwen2VLVisionRotaryEmbedding``: height first, the halves layout) and by rotary-embedding-torch's
-    ``get_axial_freqs`` (one 1-D embedding per axis, concatenated). With ``n_axes=1`` the matrix is the single
-    row ``rotary_frequencies(head_dim, base=base)``: plain rotary.
+    ``get_axial_freqs`` with ``freqs_for="lang"`` (one 1-D embedding per axis, concatenated; its
+    ``freqs_for="pixel"`` mode, linearly spaced frequencies at coordinates spread over [-1, 1], is not this
+    matrix). With ``n_axes=1`` the matrix is the single row ``rotary_frequencies(head_dim, base=base)``: plain
+    rotary.
 
     References
     ----------
