@@ -1,4 +1,5 @@
-"""The one bibliography: it parses, holds each key once, and every citation in the book names one of its keys."""
+"""The one bibliography: it parses, holds each key once, every citation in the book names one of its keys, and
+every key is cited by a page."""
 
 import re
 from pathlib import Path
@@ -9,6 +10,7 @@ from pybtex.database import parse_file
 ROOT = Path(__file__).resolve().parent.parent
 BIB = ROOT / "book" / "references.bib"
 CITE = re.compile(r"\{cite(?::[tp])?\}`([^`\s][^`]*)`")
+PAGES = sorted([*ROOT.glob("notebooks/*.ipynb"), *ROOT.glob("book/*.md")])
 
 
 def cited_keys(text):
@@ -23,13 +25,21 @@ def test_every_key_appears_once():
     assert repeated == [], f"keys defined more than once in {BIB.name}: {repeated}"
 
 
-@pytest.mark.parametrize(
-    "page", sorted([*ROOT.glob("notebooks/*.ipynb"), *ROOT.glob("book/*.md")]), ids=lambda path: path.name
-)
+@pytest.mark.parametrize("page", PAGES, ids=lambda path: path.name)
 def test_every_citation_names_an_entry(page):
     known = set(parse_file(BIB).entries)
     unknown = sorted(cited_keys(page.read_text()) - known)
     assert unknown == [], f"{page.name} cites keys that {BIB.name} does not define: {unknown}"
+
+
+def test_every_entry_is_cited_by_a_page():
+    """book/bibliography.md lists every entry (``:all:``) as "every source the book cites": an entry that no
+    chapter or book page cites would be listed there all the same."""
+    cited = set().union(*(cited_keys(page.read_text()) for page in PAGES))
+    uncited = sorted(set(parse_file(BIB).entries) - cited)
+    assert uncited == [], (
+        f"{BIB.name} has entries that no page cites: {uncited}; cite them where they support the text, or drop them"
+    )
 
 
 def test_the_citation_pattern_finds_every_form():
