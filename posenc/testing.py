@@ -493,10 +493,16 @@ def assert_rotary_angles_accurate(
     first_bad = int(np.flatnonzero(bad.any(axis=1))[0])
     got = math.atan2(got_sin[position, pair], got_cos[position, pair])
     want = math.atan2(ref_sin[position, pair], ref_cos[position, pair])
-    cause = _short_table(got_cos, got_sin, ref_cos, ref_sin, first_bad, atol) or (
+    precision = (
         "Positions, frequencies or angles held in float16 or bfloat16 give errors of this kind; compute the "
         "angles in float32 or better."
     )
+    if scaling != posenc.RopeScaling():
+        precision = (
+            "Frequencies other than this scaling's (posenc.rotary_frequencies gives them), or positions, "
+            "frequencies or angles held in float16 or bfloat16, give errors of this kind."
+        )
+    cause = _short_table(got_cos, got_sin, ref_cos, ref_sin, first_bad, atol) or precision
     scaled = "" if scaling == posenc.RopeScaling() else f", scaling {scaling!r}"
     expected_length = "" if length == 1.0 else f" (expected {length:.4f}, the attention factor)"
     raise AssertionError(
