@@ -363,7 +363,7 @@ def assert_sinusoidal_odd_width_handled(
 
 
 def _rotary_tolerance(largest_angle: float) -> float:
-    """2**-20 radians per radian of the largest angle: eight float32 units in the last place."""
+    """2**-20 radians per radian of the largest angle: eight times float32's relative precision 2**-23 of it."""
     return 2.0**-20 * max(1.0, largest_angle)
 
 
@@ -395,9 +395,10 @@ def assert_rotary_angles_accurate(
     layout : {"interleaved", "halves"}, default "interleaved"
         How ``rotate_fn`` pairs dimensions: ``(2i, 2i + 1)`` or ``(i, i + head_dim / 2)``.
     atol : float, optional
-        Largest accepted angle error in radians. Default ``2**-20 * max(1, largest angle)``: eight float32
-        units in the last place of the largest angle, so a float32 computation passes and one in float16
-        or bfloat16 fails.
+        Largest accepted angle error in radians. Default ``2**-20 * max(1, largest angle)``: eight times
+        float32's relative precision ``2**-23`` of the largest angle (8 to 16 units in the last place,
+        depending on where it sits between two powers of 2), so a float32 computation passes and one in
+        float16 or bfloat16 fails.
     scaling : RopeScaling, dict or None, default None
         The scaling ``rotate_fn`` was configured with (a transformers-style ``rope_parameters`` dict, as
         :func:`posenc.rotate` takes it; it may not carry a ``"rope_theta"`` other than ``base``): the
