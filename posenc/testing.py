@@ -42,6 +42,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 import posenc
+from posenc._rope import ROPE_TYPES, parse_scaling
 from posenc._validation import (
     ROTARY_LAYOUTS,
     Layout,
@@ -362,7 +363,7 @@ def assert_sinusoidal_odd_width_handled(
 
 
 def _rotary_tolerance(largest_angle: float) -> float:
-    """2**-20 radians per radian of the largest angle: eight float32 units in the last place."""
+    """2**-20 radians per radian of the largest angle: eight times float32's relative precision 2**-23 of it."""
     return 2.0**-20 * max(1.0, largest_angle)
 
 
@@ -374,6 +375,7 @@ def assert_rotary_angles_accurate(
     base: float = 10000.0,
     layout: RotaryLayout = "interleaved",
     atol: float | None = None,
+    scaling: posenc.RopeScaling | Mapping[str, object] | None = None,
 ) -> None:
     r"""Check every rotation angle of a rotary implementation against the float64 reference.
 
@@ -393,9 +395,16 @@ def assert_rotary_angles_accurate(
     layout : {"interleaved", "halves"}, default "interleaved"
         How ``rotate_fn`` pairs dimensions: ``(2i, 2i + 1)`` or ``(i, i + head_dim / 2)``.
     atol : float, optional
-        Largest accepted angle error in radians. Default ``2**-20 * max(1, largest angle)``: eight float32
-        units in the last place of the largest angle, so a float32 computation passes and one in float16
-        or bfloat16 fails.
+        Largest accepted angle error in radians. Default ``2**-20 * max(1, largest angle)``: eight times
+        float32's relative precision ``2**-23`` of the largest angle (8 to 16 units in the last place,
+        depending on where it sits between two powers of 2), so a float32 computation passes and one in
+        float16 or bfloat16 fails.
+    scaling : RopeScaling, dict or None, default None
+        The scaling ``rotate_fn`` was configured with (a transformers-style ``rope_parameters`` dict, as
+        :func:`posenc.rotate` takes it; it may not carry a ``"rope_theta"`` other than ``base``): the
+        reference is ``posenc.rotate(..., scaling=scaling)`` for the one call of ``n_positions`` rows, and
+        each rotated unit pair must have the length :func:`posenc.rotary_attention_factor` gives instead
+        of 1. ``None``: RoFormer's frequencies.
 
     Returns
     -------
@@ -406,16 +415,18 @@ def assert_rotary_angles_accurate(
     AssertionError
         If an angle is off by more than ``atol`` (the message gives the position, the pair, both angles and
         how many angles are off, and says so when every wrong angle is that of a position of a shorter table,
-        clamped or wrapped past its end), if a rotated pair does not keep its length, or if ``rotate_fn``
-        raises (a table indexed past its end, for instance).
+        clamped or wrapped past its end), if a rotated pair does not have the length the scaling gives it
+        (1 without one), or if ``rotate_fn`` raises (a table indexed past its end, for instance).
     TypeError, ValueError
         If an argument of the check is invalid.
 
     Notes
     -----
     Rotary embedding turns pair ``i`` of a vector at position ``p`` by the angle
-    :math:`\theta_{p,i} = p\,\text{base}^{-2i/d}`. Feeding the unit vector ``(1, 0)`` in every pair returns
-    :math:`(\cos\theta, \sin\theta)` there, so one call reads all the angles. In a format with ``t``
+    :math:`\theta_{p,i} = p\,\text{base}^{-2i/d}` (with a scaling, ``p`` times
+    ``posenc.rotary_frequencies(head_dim, base=base, scaling=scaling, seq_len=n_positions)[i]``). Feeding
+    the unit vector ``(1, 0)`` in every pair returns :math:`(\cos\theta, \sin\theta)` there, so one call
+    reads all the angles. In a format with ``t``
     significant bits the angle is only known to about :math:`|\theta|\,2^{-t}`: at position 2000 that is
     0.5 rad in float16 (``t = 11``) and 4 rad in bfloat16 (``t = 8``), whatever ``cos`` and ``sin`` do next.
 
@@ -439,6 +450,14 @@ def assert_rotary_angles_accurate(
     Traceback (most recent call last):
         ...
     AssertionError: ... of 524288 rotary angles are off by more than ...
+    >>> yarn = {"rope_type": "yarn", "factor": 32.0, "original_max_position_embeddings": 4096, "truncate": False}
+    >>> assert_rotary_angles_accurate(lambda x, p: posenc.rotate(x, p, scaling=yarn), scaling=yarn)
+    >>> truncated = dict(yarn, truncate=True)  # the ramp's ends rounded to whole pairs: other frequencies
+    >>> assert_rotary_angles_accurate(lambda x, p: posenc.rotate(x, p, scaling=truncated), scaling=yarn)
+    ... # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    AssertionError: ... rotary angles are off by more than ...
     """
     _check_implementation(rotate_fn, "rotate_fn")
     head_dim = check_int(head_dim, "head_dim", minimum=2, maximum=4096, even=True)
@@ -449,39 +468,50 @@ def assert_rotary_angles_accurate(
         )
     base = check_real(base, "base", above=1.0)
     layout = check_choice(layout, "layout", ROTARY_LAYOUTS)
+    scaling = parse_scaling(scaling, base, rope_types=ROPE_TYPES)  # the whole head rotated: no partial factor
     positions = np.arange(n_positions, dtype=np.float64)
-    largest_angle = float(positions[-1])  # pair 0 has frequency 1
+    frequencies = posenc.rotary_frequencies(head_dim, base=base, scaling=scaling, seq_len=n_positions)
+    largest_angle = float(positions[-1] * frequencies.max())  # pair 0 has frequency 1 without a scaling
     atol = _rotary_tolerance(largest_angle) if atol is None else check_real(atol, "atol", above=0.0)
+    length = posenc.rotary_attention_factor(scaling)
 
     x = np.zeros((n_positions, head_dim))
     first, _ = _pairs(x, layout)
     first[...] = 1.0  # the unit vector (1, 0) in every pair: the output is (cos, sin) of each angle
     description = f"rotate_fn(x, positions) with positions 0..{n_positions - 1}"
     out = _rotate_with(rotate_fn, x, positions, description)
-    reference = posenc.rotate(x, positions, base=base, layout=layout)
+    reference = posenc.rotate(x, positions, base=base, layout=layout, scaling=scaling)
     got_cos, got_sin = _pairs(out, layout)
     ref_cos, ref_sin = _pairs(reference, layout)
     radius = np.hypot(got_cos, got_sin)
     error = np.abs(_wrap(np.arctan2(got_sin, got_cos) - np.arctan2(ref_sin, ref_cos)))
     error = np.where(np.isfinite(error), error, np.inf)
-    bad = (error > atol) | ~(np.abs(radius - 1.0) <= max(atol, 1e-3))
+    bad = (error > atol) | ~(np.abs(radius - length) <= length * max(atol, 1e-3))
     if not bad.any():
         return
     position, pair = np.unravel_index(np.argmax(np.where(bad, error, -1.0)), error.shape)
-    omega = posenc.rotary_frequencies(head_dim, base=base)[pair]
+    omega = frequencies[pair]
     first_bad = int(np.flatnonzero(bad.any(axis=1))[0])
     got = math.atan2(got_sin[position, pair], got_cos[position, pair])
     want = math.atan2(ref_sin[position, pair], ref_cos[position, pair])
-    cause = _short_table(got_cos, got_sin, ref_cos, ref_sin, first_bad, atol) or (
+    precision = (
         "Positions, frequencies or angles held in float16 or bfloat16 give errors of this kind; compute the "
         "angles in float32 or better."
     )
+    if scaling != posenc.RopeScaling():
+        precision = (
+            "Frequencies other than this scaling's (posenc.rotary_frequencies gives them), or positions, "
+            "frequencies or angles held in float16 or bfloat16, give errors of this kind."
+        )
+    cause = _short_table(got_cos, got_sin, ref_cos, ref_sin, first_bad, atol) or precision
+    scaled = "" if scaling == posenc.RopeScaling() else f", scaling {scaling!r}"
+    expected_length = "" if length == 1.0 else f" (expected {length:.4f}, the attention factor)"
     raise AssertionError(
         f"{int(bad.sum())} of {bad.size} rotary angles are off by more than {atol:.3g} rad (layout {layout!r}, "
-        f"base {base:g}); the first wrong position is {first_bad}. Worst: position {position}, pair {pair} "
-        f"(frequency {omega:.6g}, true angle {position * omega:.6g} rad): got {got:.4f} rad mod 2 pi, expected "
-        f"{want:.4f}, error {error[position, pair]:.3g} rad; length of the rotated unit pair "
-        f"{radius[position, pair]:.4f}. {cause}"
+        f"base {base:g}{scaled}); the first wrong position is {first_bad}. Worst: position {position}, pair "
+        f"{pair} (frequency {omega:.6g}, true angle {position * omega:.6g} rad): got {got:.4f} rad mod 2 pi, "
+        f"expected {want:.4f}, error {error[position, pair]:.3g} rad; length of the rotated unit pair "
+        f"{radius[position, pair]:.4f}{expected_length}. {cause}"
     )
 
 

@@ -584,7 +584,13 @@ SPECS = {
         assert_rotary_angles_accurate,
         lambda a: _rotary_check(assert_rotary_angles_accurate, a),
         lambda: dict(
-            rotate_fn=_reference_placeholder, head_dim=8, n_positions=64, base=10000.0, layout="interleaved", atol=None
+            rotate_fn=_reference_placeholder,
+            head_dim=8,
+            n_positions=64,
+            base=10000.0,
+            layout="interleaved",
+            atol=None,
+            scaling=None,
         ),
         _passed,
     ),

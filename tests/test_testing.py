@@ -538,3 +538,50 @@ def test_t5_range_check_still_refuses_a_wrong_bucket_on_a_boundary():
     two_down = lambda r, **kw: posenc.t5_relative_bucket(r, **kw) - 2 * t5_float32_boundaries(r, **kw)  # noqa: E731
     with pytest.raises(AssertionError, match="offset -16 in bucket 8, T5 puts it in 10"):
         assert_t5_buckets_in_range(two_down)
+
+
+YARN_UNTRUNCATED = {"rope_type": "yarn", "factor": 32.0, "original_max_position_embeddings": 4096, "truncate": False}
+
+
+def test_rotary_angle_check_with_a_scaling_passes_on_that_scaling_only():
+    """With ``scaling`` the reference is the scaled rotation: the unscaled one and a truncated ramp both fail."""
+    assert_rotary_angles_accurate(lambda x, p: posenc.rotate(x, p, scaling=YARN_UNTRUNCATED), scaling=YARN_UNTRUNCATED)
+    truncated = dict(YARN_UNTRUNCATED, truncate=True)
+    with pytest.raises(AssertionError, match=r"angles are off by more than .* scaling RopeScaling\(rope_type='yarn'"):
+        assert_rotary_angles_accurate(lambda x, p: posenc.rotate(x, p, scaling=truncated), scaling=YARN_UNTRUNCATED)
+    with pytest.raises(AssertionError, match="rotary angles are off by more than"):
+        assert_rotary_angles_accurate(posenc.rotate, scaling=YARN_UNTRUNCATED)
+
+
+def test_rotary_angle_check_with_a_scaling_expects_its_attention_factor():
+    """The rotated unit pair must have the attention factor's length: the bare rotation (length 1) fails."""
+
+    def angles_only(x, p):  # YaRN's frequencies, without the factor on cos and sin
+        return posenc.rotate(x, p, scaling=YARN_UNTRUNCATED) / posenc.rotary_attention_factor(YARN_UNTRUNCATED)
+
+    with pytest.raises(AssertionError, match=r"length of the rotated unit pair 1.0000 \(expected 1.3466"):
+        assert_rotary_angles_accurate(angles_only, scaling=YARN_UNTRUNCATED, n_positions=64)
+
+
+def test_rotary_angle_check_with_longrope_uses_the_list_of_its_length():
+    """longrope's short list up to the trained length, the long list beyond (transformers' choice)."""
+    longrope = {
+        "rope_type": "longrope",
+        "short_factor": [1.0] * 4,
+        "long_factor": [1.0, 2.0, 4.0, 8.0],
+        "original_max_position_embeddings": 64,
+        "factor": 4.0,
+    }
+    always_long = dict(longrope, short_factor=longrope["long_factor"])  # the long list at every length
+    check = {"head_dim": 8, "scaling": longrope}
+    assert_rotary_angles_accurate(lambda x, p: posenc.rotate(x, p, scaling=always_long), n_positions=128, **check)
+    with pytest.raises(AssertionError, match="rotary angles are off"):
+        assert_rotary_angles_accurate(lambda x, p: posenc.rotate(x, p, scaling=always_long), n_positions=64, **check)
+
+
+@pytest.mark.argument_check
+def test_rotary_angle_check_refuses_a_partial_scaling_and_another_base():
+    with pytest.raises(ValueError, match="partial_rotary_factor"):
+        assert_rotary_angles_accurate(posenc.rotate, scaling={"rope_type": "default", "partial_rotary_factor": 0.5})
+    with pytest.raises(ValueError, match="disagrees with base"):
+        assert_rotary_angles_accurate(posenc.rotate, scaling={"rope_type": "default", "rope_theta": 500000.0})

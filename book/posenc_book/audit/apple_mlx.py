@@ -1,4 +1,5 @@
-"""Adapters for Apple's MLX (its CPU backend on Linux): ``nn.RoPE`` in both layouts and ``nn.ALiBi``'s slopes."""
+"""Adapters for Apple's MLX (its CPU backend on Linux): ``nn.RoPE`` in both layouts and ``nn.ALiBi``'s slopes,
+with float32 and with bfloat16 attention scores."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from posenc_book.audit.common import HEAD_DIM, Implementation, by_offset
+from posenc_book.audit.common import BFLOAT16_CAST, HEAD_DIM, Implementation, by_offset, fed_dtype
 
 __all__ = ["implementations"]
 
@@ -17,20 +18,29 @@ def _rope(traditional: bool) -> Any:
     import mlx.nn
 
     rope = mlx.nn.RoPE(HEAD_DIM, traditional=traditional)  # base 10000, calls mx.fast.rope
+    cast = mlx.nn.RoPE(HEAD_DIM, traditional=traditional)
+    cast.set_dtype(mx.bfloat16)  # how an MLX model is cast; nn.RoPE holds no array, so nothing changes
 
     def rotate_at(x: NDArray[np.float64], offset: int, dtype: str) -> NDArray[np.float64]:
-        out = rope(mx.array(x.astype(np.float32)[None]).astype(getattr(mx, dtype)), offset=offset)
+        module = cast if dtype == BFLOAT16_CAST else rope
+        out = module(mx.array(x.astype(np.float32)[None]).astype(getattr(mx, fed_dtype(dtype))), offset=offset)
         return np.asarray(out.astype(mx.float32)[0], dtype=np.float64)
 
     return by_offset(rotate_at)
 
 
-def _alibi() -> Any:
+def _alibi(scores_dtype: str) -> Any:
     import mlx.core as mx
     import mlx.nn
 
+    alibi = mlx.nn.ALiBi()
+
     def slopes(n_heads: int) -> NDArray[np.float64]:
-        return np.asarray(mlx.nn.ALiBi.create_alibi_slope(n_heads, dtype=mx.float32), dtype=np.float64).reshape(-1)
+        # nn.ALiBi.__call__ adds the bias to scores (batch, heads, queries, keys) and builds the slopes in the
+        # scores' dtype; one query at position 0 and keys 0 and 1: the bias at key 1 is minus the slope
+        scores = mx.zeros((1, n_heads, 1, 2), dtype=getattr(mx, scores_dtype))
+        bias = alibi(scores).astype(mx.float32)
+        return -np.asarray(bias[0, :, 0, 1], dtype=np.float64)
 
     return slopes
 
@@ -43,5 +53,6 @@ def implementations() -> list[Implementation]:
         Implementation(
             "mlx", "nn.RoPE(traditional=True)", "rotary", lambda: _rope(True), layout="interleaved", source=source
         ),
-        Implementation("mlx", "nn.ALiBi.create_alibi_slope", "slopes", _alibi, source=source),
+        Implementation("mlx", "nn.ALiBi, float32 scores", "slopes", lambda: _alibi("float32"), source=source),
+        Implementation("mlx", "nn.ALiBi, bfloat16 scores", "slopes", lambda: _alibi("bfloat16"), source=source),
     ]

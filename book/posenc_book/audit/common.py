@@ -6,8 +6,11 @@ every check, so state a library keeps in an object starts clean each time; state
 itself (a module-level cache) does not, as in a real process.
 
 Rotary adapters return ``rotate(x, positions, dtype)``: ``x`` is ``(seq, head_dim)`` float64, ``positions``
-``(seq,)`` int64, ``dtype`` ``"float32"`` or ``"bfloat16"`` (the dtype the library is fed, as a model in
-that dtype would feed it); the result is the rotated ``x`` as float64. Conversion adapters return
+``(seq,)`` int64, ``dtype`` one of :data:`DTYPES`: ``"float32"`` or ``"bfloat16"`` (the dtype the library is
+fed, as a model in that dtype would feed it, the library's objects as built), or :data:`BFLOAT16_CAST`
+(fed bfloat16, and the object that holds the library's frequencies or tables cast to bfloat16 the way the
+library casts a model: ``module.to(torch.bfloat16)``, MLX's ``set_dtype``, a tree map over Equinox's arrays).
+The result is the rotated ``x`` as float64. Conversion adapters return
 ``convert(weight)``, ALiBi adapters ``slopes(n_heads)``, T5 adapters ``buckets(relative_position,
 bidirectional=..., num_buckets=..., max_distance=...)``, in the forms :mod:`posenc.testing` documents.
 """
@@ -18,17 +21,32 @@ import functools
 import importlib
 import importlib.metadata
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["HEAD_DIM", "Implementation", "by_offset", "from_torch", "import_allowing", "to_torch"]
+__all__ = [
+    "BFLOAT16_CAST",
+    "DTYPES",
+    "HEAD_DIM",
+    "Implementation",
+    "by_offset",
+    "fed_dtype",
+    "from_torch",
+    "import_allowing",
+    "to_torch",
+]
 
 HEAD_DIM = 32
 """Width of every rotary head the adapters build: 16 pairs, the fastest (frequency 1) among them."""
+
+BFLOAT16_CAST = "bfloat16, model cast"
+"""The dtype argument of a rotary adapter for a model cast to bfloat16 after it was built, and fed bfloat16."""
+DTYPES = ("float32", "bfloat16", BFLOAT16_CAST)
+"""The values a rotary adapter's ``dtype`` takes."""
 
 RotateAt = Callable[[NDArray[np.float64], int, str], NDArray[np.float64]]
 
@@ -43,14 +61,20 @@ class Implementation:
         The distribution's name on the package registry (its version is read from the installed package).
     function : str
         What the adapter calls, as the library names it.
-    kind : {"rotary", "conversion", "slopes", "buckets"}
-        Which checks apply.
+    kind : {"rotary", "scaled", "conversion", "slopes", "buckets"}
+        Which checks apply: ``"scaled"`` is a rotary implementation configured with a scaling (YaRN, llama3,
+        longrope), checked against ``posenc.rotate`` with ``scaling`` and ``base``.
     build : callable
         ``build()`` imports the library and returns the adapter function described in this module.
     layout : {"interleaved", "halves"}, optional
         The pairing of a rotary implementation (or the target layout of a conversion).
     source : str
         The file of the library that holds the code called, for the explanations.
+    scaling : Mapping or None, optional
+        A ``"scaled"`` row's ``rope_parameters`` dict, as its model's config writes it (without
+        ``rope_theta``), the scaling the adapter configures the library with.
+    base : float, default 10000.0
+        A ``"scaled"`` row's ``rope_theta``.
     """
 
     library: str
@@ -59,6 +83,8 @@ class Implementation:
     build: Callable[[], Callable[..., Any]]
     layout: str | None = None
     source: str = ""
+    scaling: Mapping[str, Any] | None = None
+    base: float = 10000.0
 
     @property
     def version(self) -> str:
@@ -77,11 +103,18 @@ def _installed_version(distribution: str) -> str:
     return importlib.metadata.version(distribution)
 
 
+def fed_dtype(dtype: str) -> str:
+    """The dtype of the input for a rotary adapter's ``dtype`` argument: ``"float32"`` or ``"bfloat16"``."""
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype must be one of {DTYPES}, got {dtype!r}")
+    return "float32" if dtype == "float32" else "bfloat16"
+
+
 def to_torch(x: NDArray[np.float64], dtype: str) -> Any:
-    """``x`` as a torch tensor of ``dtype`` (``"float32"`` or ``"bfloat16"``)."""
+    """``x`` as a torch tensor of the dtype fed for ``dtype`` (one of :data:`DTYPES`)."""
     import torch
 
-    return torch.tensor(np.asarray(x, dtype=np.float32), dtype=getattr(torch, dtype))
+    return torch.tensor(np.asarray(x, dtype=np.float32), dtype=getattr(torch, fed_dtype(dtype)))
 
 
 def from_torch(t: Any) -> NDArray[np.float64]:

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from posenc_book.audit.common import HEAD_DIM, Implementation, by_offset
+from posenc_book.audit.common import BFLOAT16_CAST, HEAD_DIM, Implementation, by_offset, fed_dtype
 
 __all__ = ["OTHER_THETA", "implementations"]
 
@@ -28,6 +28,7 @@ The short and long calls of the state check (16 and 4096 rows) stay apart: 16 an
 
 def _rotary(after_other_theta: bool) -> Any:
     import equinox
+    import jax
     import jax.numpy as jnp
 
     equinox.clear_caches()  # start from a fresh process's state
@@ -38,13 +39,17 @@ def _rotary(after_other_theta: bool) -> Any:
         dtype: equinox.nn.RotaryPositionalEmbedding(HEAD_DIM, dtype=getattr(jnp, dtype))  # theta 10000
         for dtype in ("float32", "bfloat16")
     }
+    # a model cast as JAX casts one, every inexact array leaf to bfloat16; the module has no array leaf
+    modules[BFLOAT16_CAST] = jax.tree_util.tree_map(
+        lambda leaf: leaf.astype(jnp.bfloat16) if equinox.is_inexact_array(leaf) else leaf, modules["float32"]
+    )
 
     def rotate_at(x: NDArray[np.float64], offset: int, dtype: str) -> NDArray[np.float64]:
         # zero rows behind, and after up to one of a few lengths (each new length costs JAX compilations)
         length = next(size for size in PADDED_LENGTHS if size >= offset + len(x))
         padded = np.zeros((length, x.shape[1]))
         padded[offset : offset + len(x)] = x
-        out = modules[dtype](jnp.asarray(padded, dtype=getattr(jnp, dtype)))
+        out = modules[dtype](jnp.asarray(padded, dtype=getattr(jnp, fed_dtype(dtype))))
         # slice in NumPy: a JAX slice compiles anew for every offset
         return np.asarray(out).astype(np.float64)[offset : offset + len(x)]
 

@@ -8,9 +8,21 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from posenc_book.audit.common import HEAD_DIM, Implementation, from_torch, to_torch
+from posenc_book.audit.common import BFLOAT16_CAST, HEAD_DIM, Implementation, from_torch, to_torch
 
-__all__ = ["implementations"]
+__all__ = ["GPT_OSS_BASE", "GPT_OSS_YARN", "implementations"]
+
+GPT_OSS_YARN = {
+    "rope_type": "yarn",
+    "factor": 32.0,
+    "beta_fast": 32.0,
+    "beta_slow": 1.0,
+    "truncate": False,
+    "original_max_position_embeddings": 4096,
+}
+"""GPT-OSS's rope dict as ``GptOssConfig`` writes it by default (transformers 5.23): YaRN, ramp not truncated."""
+GPT_OSS_BASE = 150000.0
+"""GPT-OSS's ``rope_theta``."""
 
 
 def _llama_rotary() -> Any:
@@ -20,10 +32,54 @@ def _llama_rotary() -> Any:
 
     config = LlamaConfig(hidden_size=2 * HEAD_DIM, num_attention_heads=2, max_position_embeddings=2**15)
     rope = LlamaRotaryEmbedding(config)  # default rope_theta 10000.0
+    # model.to(torch.bfloat16) casts every floating buffer, inv_freq among them
+    cast = LlamaRotaryEmbedding(config).to(torch.bfloat16)
 
     def rotate(x: NDArray[np.float64], positions: NDArray[np.int64], dtype: str) -> NDArray[np.float64]:
         q = to_torch(x, dtype)[None, None]  # (batch, heads, seq, head_dim)
-        cos, sin = rope(q, torch.as_tensor(positions)[None])  # position_ids (batch, seq), as a model passes
+        module = cast if dtype == BFLOAT16_CAST else rope
+        cos, sin = module(q, torch.as_tensor(positions)[None])  # position_ids (batch, seq), as a model passes
+        rotated, _ = apply_rotary_pos_emb(q, q, cos, sin)
+        return from_torch(rotated[0, 0])
+
+    return rotate
+
+
+def _yarn_rotary(per_layer_type: bool) -> Any:
+    """GPT-OSS's rotary embedding from its flat rope dict, or Gemma 3's from a per-layer-type dict whose
+    full-attention layers carry the same YaRN scaling."""
+    import torch
+
+    small = {"hidden_size": 2 * HEAD_DIM, "head_dim": HEAD_DIM, "num_attention_heads": 2, "num_key_value_heads": 2}
+    yarn = dict(GPT_OSS_YARN, rope_theta=GPT_OSS_BASE)
+    if per_layer_type:
+        from transformers import Gemma3TextConfig
+        from transformers.models.gemma3.modeling_gemma3 import Gemma3RotaryEmbedding, apply_rotary_pos_emb
+
+        config = Gemma3TextConfig(
+            **small,
+            num_hidden_layers=2,
+            layer_types=["sliding_attention", "full_attention"],
+            max_position_embeddings=131072,
+            rope_parameters={
+                "full_attention": yarn,
+                "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+            },
+        )
+        gemma = Gemma3RotaryEmbedding(config)
+
+        def rope(q: Any, position_ids: Any) -> Any:
+            return gemma(q, position_ids, "full_attention")
+
+    else:
+        from transformers import GptOssConfig
+        from transformers.models.gpt_oss.modeling_gpt_oss import GptOssRotaryEmbedding, apply_rotary_pos_emb
+
+        rope = GptOssRotaryEmbedding(GptOssConfig(**small, num_hidden_layers=2, rope_parameters=yarn))
+
+    def rotate(x: NDArray[np.float64], positions: NDArray[np.int64], dtype: str) -> NDArray[np.float64]:
+        q = to_torch(x, dtype)[None, None]  # (batch, heads, seq, head_dim)
+        cos, sin = rope(q, torch.as_tensor(positions)[None])
         rotated, _ = apply_rotary_pos_emb(q, q, cos, sin)
         return from_torch(rotated[0, 0])
 
@@ -78,6 +134,26 @@ def implementations() -> list[Implementation]:
             _llama_rotary,
             layout="halves",
             source="transformers/models/llama/modeling_llama.py",
+        ),
+        Implementation(
+            "transformers",
+            "GptOssRotaryEmbedding, YaRN, flat rope dict",
+            "scaled",
+            lambda: _yarn_rotary(False),
+            layout="halves",
+            source="transformers/modeling_rope_utils.py",
+            scaling=GPT_OSS_YARN,
+            base=GPT_OSS_BASE,
+        ),
+        Implementation(
+            "transformers",
+            "Gemma3RotaryEmbedding, the same YaRN in a per-layer-type dict",
+            "scaled",
+            lambda: _yarn_rotary(True),
+            layout="halves",
+            source="transformers/modeling_rope_utils.py",
+            scaling=GPT_OSS_YARN,
+            base=GPT_OSS_BASE,
         ),
         Implementation(
             "transformers",

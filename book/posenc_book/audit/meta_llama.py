@@ -19,6 +19,8 @@ def _llama3_rotary() -> Any:
     from llama_models.llama3.model import apply_rotary_emb, precompute_freqs_cis
 
     freqs_cis = precompute_freqs_cis(HEAD_DIM, TABLE_LENGTH)  # theta 10000, complex64 (positions, pairs)
+    # Meta's Transformer keeps freqs_cis as a plain attribute (self.freqs_cis = ...), not a buffer, so
+    # model.to(torch.bfloat16) leaves it complex64: a model cast to bfloat16 uses the same table.
 
     def rotate_at(x: NDArray[np.float64], offset: int, dtype: str) -> NDArray[np.float64]:
         q = to_torch(x, dtype)[None, :, None, :]  # (batch, seq, heads, head_dim), as Meta's attention has it

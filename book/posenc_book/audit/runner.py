@@ -19,8 +19,17 @@ from numpy.typing import NDArray
 
 import posenc
 import posenc.testing as pt
-from posenc_book.audit import apple_mlx, equinox_jax, hf_transformers, lucidrains_rotary, meta_llama, xtransformers
-from posenc_book.audit.common import HEAD_DIM, Implementation
+from posenc_book.audit import (
+    apple_mlx,
+    equinox_jax,
+    hf_diffusers,
+    hf_transformers,
+    lucidrains_rotary,
+    meta_llama,
+    mlx_lm_rope,
+    xtransformers,
+)
+from posenc_book.audit.common import BFLOAT16_CAST, HEAD_DIM, Implementation
 from posenc_book.tables import Table
 
 __all__ = ["PROPERTIES", "PYTORCH_LIBRARIES", "Audit", "Cell", "Property", "all_implementations", "run_audit"]
@@ -39,8 +48,8 @@ MAX_HEADS = 64
 T5_CONFIG = {"bidirectional": True, "num_buckets": 32, "max_distance": 128}
 
 
-PYTORCH_LIBRARIES = ("transformers", "rotary-embedding-torch", "x-transformers", "llama-models")
-"""The audited libraries built on PyTorch (chapter 13); the others, MLX and Equinox, are chapter 14's."""
+PYTORCH_LIBRARIES = ("transformers", "rotary-embedding-torch", "x-transformers", "llama-models", "diffusers")
+"""The audited libraries built on PyTorch (chapter 13); the others, MLX, mlx-lm and Equinox, are chapter 14's."""
 
 
 def all_implementations(libraries: Sequence[str] | None = None) -> list[Implementation]:
@@ -63,7 +72,16 @@ def all_implementations(libraries: Sequence[str] | None = None) -> list[Implemen
     ValueError
         If ``libraries`` names a library the audit does not have.
     """
-    modules = (hf_transformers, lucidrains_rotary, xtransformers, meta_llama, apple_mlx, equinox_jax)
+    modules = (
+        hf_transformers,
+        lucidrains_rotary,
+        xtransformers,
+        meta_llama,
+        hf_diffusers,
+        apple_mlx,
+        mlx_lm_rope,
+        equinox_jax,
+    )
     every = [implementation for module in modules for implementation in module.implementations()]
     if libraries is None:
         return every
@@ -91,23 +109,21 @@ def _finite_max(error: NDArray[np.float64]) -> float:
 
 
 class _Remember:
-    """A rotary function that remembers its last call and answers an identical call from memory.
+    """A rotary function that remembers its calls and answers an identical call from memory.
 
-    The angle properties measure the very output the check judged (one call of ANGLE_POSITIONS rows), instead of
-    rotating the same input a second time.
+    The angle properties measure the very outputs the check judged (its calls of up to ANGLE_POSITIONS rows),
+    instead of rotating the same inputs a second time.
     """
 
     def __init__(self, rotate: Callable[..., Any]):
         self.rotate = rotate
-        self.last: tuple[bytes, bytes, str, NDArray[np.float64]] | None = None
+        self.calls: dict[tuple[bytes, bytes, str], NDArray[np.float64]] = {}
 
     def __call__(self, x: NDArray[np.float64], positions: NDArray[np.int64], dtype: str) -> NDArray[np.float64]:
         key = (np.ascontiguousarray(x).tobytes(), np.asarray(positions, dtype=np.int64).tobytes(), dtype)
-        if self.last is not None and self.last[:3] == key:
-            return self.last[3].copy()
-        out = np.asarray(self.rotate(x, positions, dtype), dtype=np.float64)
-        self.last = (*key, out.copy())
-        return out
+        if key not in self.calls:
+            self.calls[key] = np.asarray(self.rotate(x, positions, dtype), dtype=np.float64).copy()
+        return self.calls[key].copy()
 
 
 @functools.cache
@@ -128,6 +144,46 @@ def _angle_error(rotate: Callable[..., Any], layout: str, dtype: str) -> float:
     got_cos, got_sin = _first_of_pairs(rotate(x, positions, dtype), layout)
     difference = np.arctan2(got_sin, got_cos) - _reference_angles(layout)
     return _finite_max(np.abs((difference + np.pi) % (2 * np.pi) - np.pi))
+
+
+SCALED_SHORT = 1024
+"""The scaled rows' short call: positions 0..1023, within every audited scaling's trained length."""
+
+
+def _scaled_angle_error(rotate: Callable[..., Any], implementation: Implementation) -> float:
+    """Largest angle error (rad, mod 2 pi) of the calls of SCALED_SHORT and ANGLE_POSITIONS rows, scaled."""
+    assert implementation.layout is not None and implementation.scaling is not None
+    worst = 0.0
+    for n_positions in (SCALED_SHORT, ANGLE_POSITIONS):
+        x = np.zeros((n_positions, HEAD_DIM))
+        _first_of_pairs(x, implementation.layout)[0][...] = 1.0
+        positions = np.arange(n_positions)
+        got_cos, got_sin = _first_of_pairs(rotate(x, positions, "float32"), implementation.layout)
+        want = posenc.rotate(
+            x,
+            positions.astype(np.float64),
+            base=implementation.base,
+            layout=implementation.layout,
+            scaling=implementation.scaling,
+        )
+        want_cos, want_sin = _first_of_pairs(want, implementation.layout)
+        difference = np.arctan2(got_sin, got_cos) - np.arctan2(want_sin, want_cos)
+        worst = max(worst, _finite_max(np.abs((difference + np.pi) % (2 * np.pi) - np.pi)))
+    return worst
+
+
+def _check_scaled(rotate: Callable[..., Any], implementation: Implementation) -> None:
+    """The angle check with the row's scaling, on a call within the trained length and one of 8192 rows."""
+    assert implementation.layout is not None and implementation.scaling is not None
+    for n_positions in (SCALED_SHORT, ANGLE_POSITIONS):
+        pt.assert_rotary_angles_accurate(
+            lambda x, positions: rotate(x, positions.astype(np.int64), "float32"),
+            head_dim=HEAD_DIM,
+            n_positions=n_positions,
+            base=implementation.base,
+            layout=implementation.layout,
+            scaling=implementation.scaling,
+        )
 
 
 def _score_error(rotate: Callable[..., Any], layout: str) -> float:
@@ -273,7 +329,12 @@ def _check_conversion(convert: Callable[..., Any], layout: str) -> None:
 
 @dataclass(frozen=True)
 class Property:
-    """One column of the audit: the kind of implementation it applies to, its check and its measurement."""
+    """One column of the audit: the kind of implementation it applies to, its check and its measurement.
+
+    ``check(function, layout)`` and ``measure(function, layout)`` get the adapter's function and the row's
+    layout; with ``needs_implementation`` they get the row's :class:`Implementation` instead (its scaling and
+    base).
+    """
 
     key: str
     title: str
@@ -282,7 +343,8 @@ class Property:
     measure: Callable[[Callable[..., Any], Any], float]
     unit: str
     measure_same_call: bool = False
-    """Measure the output of the check's own call (one call at fresh state) instead of a second build."""
+    """Measure the output of the check's own calls (at fresh state) instead of a second build."""
+    needs_implementation: bool = False
 
 
 PROPERTIES = [
@@ -305,6 +367,25 @@ PROPERTIES = [
         lambda r, lay: _check_angles(r, lay, "bfloat16"),
         lambda r, lay: _angle_error(r, lay, "bfloat16"),
         "rad",
+        True,
+    ),
+    Property(
+        "bfloat16_cast",
+        "angles, model cast to bfloat16",
+        "rotary",
+        lambda r, lay: _check_angles(r, lay, BFLOAT16_CAST),
+        lambda r, lay: _angle_error(r, lay, BFLOAT16_CAST),
+        "rad",
+        True,
+    ),
+    Property(
+        "scaled",
+        "angles as configured, 1024 and 8192 positions",
+        "scaled",
+        _check_scaled,
+        _scaled_angle_error,
+        "rad",
+        True,
         True,
     ),
     Property("layout", "layout conversion", "conversion", _check_conversion, _conversion_error, "of largest score"),
@@ -397,7 +478,7 @@ class Audit:
             if self.cells[(implementation.name, prop.key)].passed is False
         ]
 
-    def table(self, kinds: list[str] | None = None, caption: str | None = None) -> Table:
+    def table(self, kinds: list[str] | None = None, caption: str | None = None, keys: list[str] | None = None) -> Table:
         """The audit as a :class:`posenc_book.tables.Table`: rows implementations, columns properties.
 
         Parameters
@@ -407,13 +488,27 @@ class Audit:
             ``"buckets"``). Default: all. Either way, only the properties that apply to a shown row are columns.
         caption : str, optional
             The table's caption.
+        keys : list of str, optional
+            Show only these properties (keys of :data:`PROPERTIES`), in the audit's order. Default: all.
+
+        Raises
+        ------
+        ValueError
+            If ``kinds`` or ``keys`` names a kind or a property the audit does not have.
         """
         known = sorted({prop.kind for prop in PROPERTIES})
         unknown = sorted(set(kinds or []) - set(known))
         if unknown:
             raise ValueError(f"unknown kinds {unknown}; the kinds are {known}")
+        unknown_keys = sorted(set(keys or []) - {prop.key for prop in PROPERTIES})
+        if unknown_keys:
+            raise ValueError(f"unknown property keys {unknown_keys}; the keys are {[p.key for p in PROPERTIES]}")
         shown = [i for i in self.implementations if kinds is None or i.kind in kinds]
-        used = [prop for prop in PROPERTIES if any(i.kind == prop.kind for i in shown)]
+        used = [
+            prop
+            for prop in PROPERTIES
+            if any(i.kind == prop.kind for i in shown) and (keys is None or prop.key in keys)
+        ]
         # one label column, "library version: function", so that the table fits a desktop page's column
         header = ["implementation"] + [f"{prop.title} ({prop.unit})" for prop in used]
         rows = [[i.name] + [str(self.cells[(i.name, prop.key)]) for prop in used] for i in shown]
@@ -448,13 +543,14 @@ def run_audit(implementations: list[Implementation] | None = None, keys: list[st
             function = implementation.build()
             if prop.measure_same_call:
                 function = _Remember(function)
+            about = implementation if prop.needs_implementation else implementation.layout
             try:
-                prop.check(function, implementation.layout)
+                prop.check(function, about)
                 passed, message = True, ""
             except AssertionError as error:
                 passed, message = False, str(error)
             if not prop.measure_same_call:
                 function = implementation.build()  # fresh state: the measurement repeats the check's calls
-            error_value = prop.measure(function, implementation.layout)
+            error_value = prop.measure(function, about)
             audit.cells[(implementation.name, prop.key)] = Cell(passed, error_value, message, prop.unit)
     return audit

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from posenc_book.audit.common import HEAD_DIM, Implementation, from_torch, import_allowing, to_torch
+from posenc_book.audit.common import BFLOAT16_CAST, HEAD_DIM, Implementation, from_torch, import_allowing, to_torch
 
 __all__ = ["implementations"]
 
@@ -24,9 +24,11 @@ def _rotary() -> Any:
 
     library = _library()
     rope = library.RotaryEmbedding(HEAD_DIM)  # base 10000
+    cast = library.RotaryEmbedding(HEAD_DIM).to(torch.bfloat16)  # its buffer inv_freq in bfloat16
 
     def rotate(x: NDArray[np.float64], positions: NDArray[np.int64], dtype: str) -> NDArray[np.float64]:
-        freqs, scale = rope(torch.as_tensor(positions))  # (1, seq, head_dim) angles, and 1.0
+        module = cast if dtype == BFLOAT16_CAST else rope
+        freqs, scale = module(torch.as_tensor(positions))  # (1, seq, head_dim) angles, and 1.0
         return from_torch(library.apply_rotary_pos_emb(to_torch(x, dtype)[None], freqs, scale)[0])
 
     return rotate
