@@ -1,9 +1,9 @@
 """Causal self-attention with rotary position embedding and a key-value cache.
 
-The start-here page of the book shows this file whole, for readers to copy
-into a model; tests/test_attention_block.py checks it. It needs only torch and
-posenc. One call handles a whole prompt (prefill) or one new token per
-decoding step, and a left-padded batch when given its padding mask.
+One call takes a whole prompt (the prefill) or one new token per decoding
+step. Prompts of different lengths share a batch padded on the left, with
+their padding mask. Needs only torch and posenc. From the start-here page of
+the posenc book, whose tests/test_attention_block.py checks it.
 
 References
 ----------
