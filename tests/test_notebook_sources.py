@@ -126,3 +126,12 @@ def test_a_chapter_with_failing_cells_shows_only_the_call_and_the_message(path):
         assert "remove-output" in importing[0]["metadata"].get("tags", []), (
             f"{path.name}: tag the imports cell remove-output, or readers see 'Exception reporting mode: Minimal'"
         )
+
+
+def test_the_start_page_follows_the_introduction_unnumbered():
+    """A reader who arrives from a link finds "Start here" first in the navigation, before chapter 1."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    first_part = toc["parts"][0]
+    assert [entry["file"] for entry in first_part["chapters"]] == ["notebooks/00_start_here"]
+    assert not first_part.get("numbered", False), "the start page is not a numbered chapter"
+    assert toc["parts"][1]["chapters"][0]["file"] == "notebooks/01_vaswani_formula"

@@ -4,6 +4,8 @@ This package is not part of the ``posenc`` wheel and no model needs it: it lives
 ``book/posenc_book``, and ``requirements.txt`` installs it (editable) for the chapters. It uses only the
 public API of :mod:`posenc` and :mod:`posenc.nn`. Each module serves the chapter it is named after:
 
+- :mod:`posenc_book.attention_block`: a causal self-attention block with RoPE and a KV cache (the start-here
+  page, which shows its source whole for readers to copy);
 - :mod:`posenc_book.prototypes`: the position codes tried before the sinusoid (chapter 2);
 - :mod:`posenc_book.add_or_concatenate`: layer costs and the split of an attention logit (chapter 4);
 - :mod:`posenc_book.tabular`: a feature tokenizer and a tiny FT-Transformer (chapter 5);
