@@ -65,7 +65,7 @@ class Family:
 
     directory: str
     layout: RotaryLayout = "halves"
-    interleave_key: str | None = None
+    interleave_key: str | None = None  # a config flag, default True, that picks layout (else halves)
     nope: NoPERule | None = None
     rotary: Literal["first", "mla", "last"] = "first"
     head_keys: tuple[str, str] = ("hidden_size", "num_attention_heads")
@@ -85,6 +85,8 @@ class Family:
     frequency_scale: float = 1.0
     rope_optional: bool = False
     per_layer_theta: bool = False
+    local_base_key: bool = False
+    sliding_pattern_key: bool = False
 
     @property
     def source(self) -> str:
@@ -183,7 +185,9 @@ def _f(directory: str, **facts: Any) -> Family:
 
 _VISION = dict(layer_count_keys=("depth", "num_hidden_layers"))
 _MROPE = ("mrope_section", "mrope_interleaved", "max_position_embeddings")
-_MLA = dict(rotary="mla", interleave_key="rope_interleave", softmax_mscale=True)
+_MLA = dict(rotary="mla", layout="interleaved", interleave_key="rope_interleave", softmax_mscale=True)
+_MLA_INTERLEAVED = dict(rotary="mla", layout="interleaved", softmax_mscale=True)
+_MLA_HALVES = dict(rotary="mla", softmax_mscale=True)
 _SAM_MEMORY = dict(
     multiaxis="axial_xy",
     layout="interleaved",
@@ -197,7 +201,7 @@ FAMILIES: dict[str, Family] = {
     "arcee": _f("arcee"),
     "aria_text": _f("aria"),
     "axk1": _f("axk1", **_MLA),
-    "axk2": _f("axk2", **_MLA),
+    "axk2": _f("axk2", **_MLA_INTERLEAVED),
     "bailing_hybrid": _f("bailing_hybrid", rotary="mla", layout="interleaved", softmax_mscale=True),
     "bamba": _f("bamba", partial_default=0.5),
     "beam": _f("beam", query_scaling="scalable_softmax"),
@@ -208,7 +212,7 @@ FAMILIES: dict[str, Family] = {
     "blt_patcher": _f("blt", layout="interleaved"),
     "chameleon": _f("chameleon"),
     "cohere": _f("cohere", layout="interleaved"),
-    "cohere2": _f("cohere2", layout="interleaved", nope="sliding_only"),
+    "cohere2": _f("cohere2", layout="interleaved", nope="sliding_only", sliding_pattern_key=True),
     "cohere2_moe": _f("cohere2_moe", layout="interleaved", nope="sliding_or_dense_prefix"),
     "cohere_compass_vision": _f("cohere_compass", multiaxis="axial_hw", **_VISION),
     "cosmos3_edge_text": _f(
@@ -222,7 +226,7 @@ FAMILIES: dict[str, Family] = {
     "deepseek_ocr2_text": _f("deepseek_ocr2"),
     "deepseek_v2": _f("deepseek_v2", rotary="mla", layout="interleaved", softmax_mscale=True),
     "deepseek_v3": _f("deepseek_v3", **_MLA),
-    "deepseek_v32": _f("deepseek_v32", **_MLA),
+    "deepseek_v32": _f("deepseek_v32", **_MLA_INTERLEAVED),
     "deepseek_v4": _f("deepseek_v4", layout="interleaved", rotary="last", rope_labels=("main", "compress")),
     "dia_decoder": _f("dia"),
     "dia_encoder": _f("dia"),
@@ -231,7 +235,7 @@ FAMILIES: dict[str, Family] = {
     "doge": _f("doge"),
     "dots1": _f("dots1"),
     "dots3_note_audio_encoder": _f("dots3_note"),
-    "dots3_note_text": _f("dots3_note"),
+    "dots3_note_text": _f("dots3_note", **_MLA_INTERLEAVED),
     "dots3_note_vision_encoder": _f("dots3_note", multiaxis="axial_hw", **_VISION),
     "edgetam_video": _f("edgetam_video", **_SAM_MEMORY),
     "embedding_gemma2_text": _f("embedding_gemma2"),
@@ -259,8 +263,8 @@ FAMILIES: dict[str, Family] = {
     "flint": _f("flint"),
     "gemma": _f("gemma"),
     "gemma2": _f("gemma2"),
-    "gemma3_text": _f("gemma3"),
-    "gemma3n_text": _f("gemma3n"),
+    "gemma3_text": _f("gemma3", local_base_key=True, sliding_pattern_key=True),
+    "gemma3n_text": _f("gemma3n", local_base_key=True),
     "gemma4_text": _f("gemma4"),
     "gemma4_unified_text": _f("gemma4_unified"),
     "gemma4_vision": _f("gemma4", multiaxis="axial_hw", feature_order="halves_per_axis"),
@@ -310,7 +314,7 @@ FAMILIES: dict[str, Family] = {
     "hunyuan_v1_moe": _f("hunyuan_v1_moe", alpha_key=True, rope_keys=("alpha", "max_position_embeddings")),
     "hunyuan_vl_text": _f("hunyuan_vl", multiaxis="mrope_unpaired", rope_keys=_MROPE),
     "hy_v3": _f("hy_v3"),
-    "hy_v4": _f("hy_v4", **_MLA),
+    "hy_v4": _f("hy_v4", **_MLA_HALVES),
     "hyperclovax": _f("hyperclovax"),
     "idefics": _f("idefics"),
     "inkling2_vision": _f("inkling2", multiaxis="axial_wh", layout="interleaved"),
@@ -348,6 +352,7 @@ FAMILIES: dict[str, Family] = {
     "mistral4": _f(
         "mistral4",
         rotary="mla",
+        layout="interleaved",
         interleave_key="rope_interleave",
         softmax_mscale=True,
         query_scaling="llama4_beta",

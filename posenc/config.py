@@ -575,13 +575,13 @@ def _read(config: object, model_type: str | None) -> RotaryPlan:
             "rotate: posenc.config.MODEL_TYPES); a family it does not know may lay out its pairs or skip layers in "
             "ways its config does not say"
         )
-    rope = _rope_parameters(reader, family)
     layer_types = _layer_types(reader, family)
+    rope = _rope_parameters(reader, family, layer_types)
     n_layers = _n_layers(reader, family, layer_types)
     max_positions = reader.get("max_position_embeddings")
     if max_positions is not None:
         max_positions = check_int(max_positions, "config['max_position_embeddings']", minimum=1)
-    nested = _nested_keys(rope, reader, family)
+    nested = _nested_keys(rope, layer_types, family)
     cache: dict[tuple[object, ...], LayerRotary] = {}
     layers = []
     for index in range(n_layers):
@@ -630,7 +630,7 @@ def _layer_dict(
     return rope[label], f"config['rope_parameters'][{label!r}]"
 
 
-def _rope_parameters(reader: _Config, family: Family) -> dict[str, Any] | None:
+def _rope_parameters(reader: _Config, family: Family, layer_types: list[str] | None) -> dict[str, Any] | None:
     """The rope dict as transformers standardises it: v5 ``rope_parameters`` or legacy ``rope_scaling``, with the
     top-level ``rope_theta`` and ``partial_rotary_factor`` (and the family's legacy names) moved in. None for a
     family that runs without rotation when the config has none (OLMo Hybrid)."""
@@ -647,6 +647,16 @@ def _rope_parameters(reader: _Config, family: Family) -> dict[str, Any] | None:
     if not isinstance(rope, Mapping):
         raise TypeError(f"config['rope_parameters'] must be a dict, got {type(rope).__name__}")
     rope = {key: (dict(value) if isinstance(value, Mapping) else value) for key, value in rope.items()}
+    if reader.is_dict and family.local_base_key and not _nested_keys(rope, layer_types, family):
+        # Gemma 3's legacy form (convert_rope_params_to_dict): rope_scaling and rope_theta are the full-attention
+        # layers', rope_local_base_freq the sliding layers' base
+        local = reader.get("rope_local_base_freq")
+        if local is None:
+            raise ValueError(
+                "config has no rope_local_base_freq, the base of the sliding-window layers (in a legacy config with "
+                "a flat rope_scaling): transformers would take 10000.0; add it, or write rope_parameters by layer type"
+            )
+        rope = {"full_attention": rope, "sliding_attention": {"rope_type": "default", "rope_theta": local}}
     top_level: dict[str, Any] = {}
     for legacy_key, key in (
         *family.aliases,
@@ -656,7 +666,7 @@ def _rope_parameters(reader: _Config, family: Family) -> dict[str, Any] | None:
         value = reader.get(legacy_key)
         if value is not None:
             top_level.setdefault(key, value)
-    nested = _nested_keys(rope, reader, family)
+    nested = _nested_keys(rope, layer_types, family)
     if family.rope_optional and (not rope or rope.get("rope_theta", top_level.get("rope_theta")) is None):
         return None  # the modeling code builds no rotary embedding: every layer is NoPE
     if not rope and "rope_theta" not in top_level:
@@ -671,17 +681,27 @@ def _rope_parameters(reader: _Config, family: Family) -> dict[str, Any] | None:
     return rope
 
 
-def _nested_keys(rope: Mapping[str, Any] | None, reader: _Config, family: Family) -> list[str]:
+def _nested_keys(rope: Mapping[str, Any] | None, layer_types: list[str] | None, family: Family) -> list[str]:
     """The keys a rope dict is nested under (layer types, or the family's own labels), or [] for a flat dict."""
     if rope is None:
         return []
-    labels = set(reader.get("layer_types") or ()) | set(family.rope_labels)
+    labels = set(layer_types or ()) | set(family.rope_labels)
     return [key for key in rope if key in labels]
 
 
 def _layer_types(reader: _Config, family: Family) -> list[str] | None:
     layer_types = reader.get("layer_types")
+    if layer_types is None and family.sliding_pattern_key and reader.get("sliding_window_pattern") is not None:
+        # the legacy int of Gemma 3 and Cohere 2: every pattern-th layer is full attention, the others sliding
+        pattern = check_int(reader.get("sliding_window_pattern"), "config['sliding_window_pattern']", minimum=1)
+        n_layers = check_int(reader.get("num_hidden_layers"), "config['num_hidden_layers']", minimum=1)
+        return ["sliding_attention" if (i + 1) % pattern else "full_attention" for i in range(n_layers)]
     if layer_types is None:
+        if family.sliding_pattern_key or family.local_base_key:
+            raise ValueError(
+                f"config has neither layer_types nor sliding_window_pattern, which say which layers of "
+                f"{family.source} are sliding: transformers would take its config class's default pattern; add one"
+            )
         return None
     if isinstance(layer_types, (str, bytes)) or not isinstance(layer_types, Sequence):
         raise TypeError(f"config['layer_types'] must be a list of str, got {type(layer_types).__name__}")
@@ -736,8 +756,16 @@ def _rotates(reader: _Config, family: Family, layer_dict: object, layer_type: st
         return True
     if rule == "no_rope_layers":
         flags = reader.get("no_rope_layers")
-        if flags is None:
-            raise ValueError(f"config has no no_rope_layers, which {family.source} reads per layer")
+        if not flags:
+            # Llama 4 and SmolLM3's configs: without the list, every no_rope_layer_interval-th layer is NoPE
+            interval = reader.get("no_rope_layer_interval")
+            if interval is None:
+                raise ValueError(
+                    f"config has neither no_rope_layers nor no_rope_layer_interval, which say which layers of "
+                    f"{family.source} skip the rotation: transformers would take its config class's default (4); "
+                    "add one"
+                )
+            return (index + 1) % check_int(interval, "config['no_rope_layer_interval']", minimum=1) != 0
         if not isinstance(flags, Sequence) or len(flags) <= index:
             raise ValueError(f"config['no_rope_layers'] must have one entry per layer, got {flags!r}")
         return bool(flags[index])
@@ -818,8 +846,8 @@ def _read_layer(
     elif family.rotary == "last":
         offset = config_head_dim - rotary_dim
     layout = family.layout
-    if family.interleave_key is not None and reader.get(family.interleave_key):
-        layout = "interleaved"
+    if family.interleave_key is not None and not reader.get(family.interleave_key, True):
+        layout = "halves"  # DeepSeek-V3's rope_interleave (default True) switches to apply_rotary_pos_emb
     if scaling.rope_type != "proportional" and scaling.partial_rotary_factor != 1.0:
         scaling = replace(scaling, partial_rotary_factor=1.0)
     multiaxis: dict[str, Any] = {}

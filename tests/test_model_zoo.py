@@ -104,6 +104,22 @@ ROTARY_CLASS = {
 }
 """The rotary class of configs whose model builds it from a parent config class (annotated with another name)."""
 
+INTERLEAVE_FUNCTION: dict[str, Callable[[Any], bool]] = {
+    # Configs whose modeling file has apply_rotary_pos_emb_interleave: whether their attention calls it (read from the
+    # attention's forward; the probes below check it on the code itself). Every other config: apply_rotary_pos_emb.
+    **dict.fromkeys(
+        ["DeepseekV3Config", "AXK1Config", "Glm4MoeLiteConfig", "Mistral4Config", "YoutuConfig"],
+        lambda config: bool(config.rope_interleave),
+    ),
+    **dict.fromkeys(
+        [
+            "DeepseekV32Config", "AXK2Config", "GlmMoeDsaConfig", "MistralLarge4TextConfig", "BailingHybridConfig",
+            "LongcatFlashConfig", "Dots3NoteTextConfig",
+        ],
+        lambda config: True,
+    ),
+}  # fmt: skip
+
 ROPE_LABEL: dict[str, Callable[[str], str]] = {
     # modeling_deepseek_v4.py, DeepseekV4DecoderLayer: sliding layers take the "main" rope, CSA/HCA the "compress" one
     "deepseek_v4": lambda layer_type: "main" if layer_type == "sliding_attention" else "compress",
@@ -174,7 +190,8 @@ def _apply(module: Any, config: Any, kind: posenc.LayerRotary, out: Any, q: torc
     else:
         cos, sin = out
         vision = kind.n_axes == 2 or "Vision" in type(config).__name__
-        interleave = kind.layout == "interleaved" and hasattr(module, "apply_rotary_pos_emb_interleave")
+        name = type(config).__name__
+        interleave = name in INTERLEAVE_FUNCTION and INTERLEAVE_FUNCTION[name](config)
         if vision and hasattr(module, "apply_rotary_pos_emb_vision"):  # (seq, heads, head_dim)
             tq, tk = module.apply_rotary_pos_emb_vision(qp[0].transpose(0, 1), kp[0].transpose(0, 1), cos, sin)
             tq, tk = tq.transpose(0, 1)[None], tk.transpose(0, 1)[None]
@@ -438,40 +455,46 @@ ATTENTION = {
 latent attention) which features of the query head it hands to the rotation."""
 
 
-def probe_attention(config: Any, attention: str, layers: list[int]) -> list[tuple[int, int] | None]:
-    """Per layer: (first feature, width) of the query the attention rotates, or None if it calls no rotation.
+Call = tuple[str, int, int]
+"""A rotation the attention called: (function, first feature of the query slice, its width)."""
 
-    Each layer's attention is built and run on the meta device (shapes only) with its rotation replaced by a recorder;
-    the first feature is the query slice's offset in its head (a split of ``(..., qk_nope | qk_rope)`` starts at
-    ``qk_nope``).
+ROTATION_FUNCTIONS = ("apply_rotary_pos_emb", "apply_rotary_emb", "apply_rotary_pos_emb_interleave")
+
+
+def probe_attention(config: Any, attention: type, layers: list[int]) -> list[Call | None]:
+    """Per layer: the first rotation the attention calls on its queries, or None if it calls none.
+
+    Each layer's attention is built and run on the meta device (shapes only) with the module's rotation functions
+    replaced by a recorder. The first feature is the query slice's offset within its head: 0 for a whole head or its
+    first features, ``qk_nope_head_dim`` for the split ``(..., qk_nope | qk_rope)`` of latent attention.
     """
     family = type(config).__module__.split(".")[2]
-    module = importlib.import_module(f"transformers.models.{family}.modeling_{family}")
-    calls: list[tuple[int, int]] = []
+    module = importlib.import_module(attention.__module__)
+    calls: list[Call] = []
 
-    def record(q, k, *args, **kwargs):
-        head = q.shape[-1]
-        calls.append((q.storage_offset() % q.stride(-2 if q.ndim > 1 else -1) if q.ndim > 1 else 0, head))
-        return q, k
+    def recorder(name: str) -> Callable[..., Any]:
+        def record(q, k, *args, **kwargs):
+            offset = q.storage_offset() % q.stride(-2) if q.ndim > 1 else 0
+            calls.append((name, offset, q.shape[-1]))
+            return q, k
 
-    functions = ("apply_rotary_pos_emb", "apply_rotary_emb", "apply_rotary_pos_emb_interleave")
-    names = [name for name in functions if hasattr(module, name)]
+        return record
+
+    names = [name for name in ROTATION_FUNCTIONS if hasattr(module, name)]
     saved = {name: getattr(module, name) for name in names}
     config._attn_implementation = "eager"
-    result: list[tuple[int, int] | None] = []
+    result: list[Call | None] = []
     try:
         for name in names:
-            setattr(module, name, record)
+            setattr(module, name, recorder(name))
         for index in layers:
             calls.clear()
             with torch.device("meta"):
-                layer = getattr(module, attention)(config, index)
+                layer = attention(config, index)
                 hidden = torch.empty(1, 3, config.hidden_size)
-                width = getattr(config, "qk_rope_head_dim", None) or getattr(layer, "head_dim", None)
-                if family == "llama4":
+                width = getattr(config, "qk_rope_head_dim", None) or getattr(layer, "head_dim", None) or 8
+                if family in ("llama4", "deepseek_v2"):  # freqs_cis, complex
                     position_embeddings: Any = torch.empty(1, 3, width // 2, dtype=torch.complex64)
-                elif family == "deepseek_v2":
-                    position_embeddings = torch.empty(1, 3, width // 2, dtype=torch.complex64)
                 else:
                     position_embeddings = (torch.empty(1, 3, width), torch.empty(1, 3, width))
                 extra: dict[str, Any] = {}
@@ -493,28 +516,128 @@ def probe_attention(config: Any, attention: str, layers: list[int]) -> list[tupl
     return result
 
 
-VARIANTS = {"Cohere2MoeConfig": dict(first_k_dense_replace=2)}
-"""Configs probed a second time with a non-default value that changes the rule (Cohere 2 MoE's dense prefix layers are
-full attention and rotate: its attention's ``force_rope``)."""
+def expected_call(config: Any, layer: posenc.LayerRotary) -> tuple[bool, int, set[int]]:
+    """What the census takes the attention of ``layer`` to call (the interleaved function?) and what the plan says
+    it rotates: (interleaved?, first feature, possible widths: the rest of the head or the rotated features)."""
+    name = type(config).__name__
+    interleave = name in INTERLEAVE_FUNCTION and INTERLEAVE_FUNCTION[name](config)
+    return interleave, layer.rotary_offset, {layer.head_dim - layer.rotary_offset, layer.rotary_dim}
+
+
+def text_attention(config: Any) -> type | None:
+    """The attention class of a one-axis config: the module's ``*Attention`` class built from ``(config, layer_idx)``
+    and annotated with ``config``'s class, else the only one whose name says no other part (Vision, Audio, DiT ...)."""
+    family = type(config).__module__.split(".")[2]
+    module = importlib.import_module(f"transformers.models.{family}.modeling_{family}")
+    found = [
+        cls
+        for name, cls in vars(module).items()
+        if inspect.isclass(cls)
+        and cls.__module__ == module.__name__
+        and name.endswith("Attention")
+        and len(inspect.signature(cls.__init__).parameters) >= 3
+    ]
+
+    def annotated(cls: type) -> str:
+        annotation = list(inspect.signature(cls.__init__).parameters.values())[1].annotation
+        return str(getattr(annotation, "__name__", annotation))
+
+    exact = [cls for cls in found if annotated(cls) == type(config).__name__]
+    if len(exact) == 1:
+        return exact[0]
+    other = ("Vision", "Audio", "Cross", "Perceiver", "DiT", "Delta", "Linear", "Indexer", "Talker", "Code", "Encoder")
+    found = [cls for cls in found if not any(word in cls.__name__ for word in other)]
+    return found[0] if len(found) == 1 else None
+
+
+NOT_PROBED = {
+    "DeepseekOcr2VisionEncoderConfig", "DiaDecoderConfig", "Dots3NoteAudioConfig", "Qwen2_5OmniDiTConfig",
+    "DbrxConfig", "DeepseekV4Config", "DiffusionGemmaTextConfig", "FalconConfig", "FlintConfig", "Gemma3nTextConfig",
+    "Gemma4TextConfig", "Gemma4UnifiedTextConfig", "HunYuanDenseV1Config", "HunYuanMoEV1Config", "IdeficsConfig",
+    "JetMoeConfig", "LagunaConfig", "LongcatFlashConfig", "MinistralConfig", "MoonshineConfig",
+    "MoonshineStreamingConfig", "MuseGlimmerAssistantConfig", "NemotronConfig", "UnlimitedOcrTextConfig",
+    "Zamba2Config", "ZayaConfig",
+}  # fmt: skip
+"""One-axis configs whose attention does not run from (hidden_states, position_embeddings, attention_mask,
+position_ids) alone, or is not one ``*Attention`` class of its module (an extra argument, a sub-config, a
+per-layer head size): the rotation parity above still covers them."""
+
+
+def test_each_attention_rotates_the_slice_and_calls_the_function_the_plan_names(zoo, subtests):
+    """For every one-axis config but :data:`NOT_PROBED`: the attention of its first rotating layer hands the rotation
+    the query features the plan names (the whole head, its first ``rotary_dim`` features, or latent attention's last
+    ``qk_rope_head_dim``), through the interleaved function exactly when the census calls that one."""
+    probed = set()
+    for family, config in zoo:
+        name = type(config).__name__
+        if name in NOT_ROTARY or family in LEFT_OUT or name in REFUSED_BY_BOTH or name in NOT_PROBED:
+            continue
+        config = with_overrides(config) if name in OVERRIDES else config
+        plan = posenc.RotaryPlan.from_config(config, model_type=model_type_of(config))
+        index = next((i for i, layer in enumerate(plan.layers) if layer.rotates), None)
+        attention = text_attention(config)
+        if index is None or plan.layers[index].n_axes != 1 or attention is None:
+            continue
+        with subtests.test(config=name):
+            (call,) = probe_attention(config, attention, [index])
+            assert call is not None, "the attention called no rotation"
+            function, offset, width = call
+            interleave, expected_offset, widths = expected_call(config, plan.layers[index])
+            assert (function == "apply_rotary_pos_emb_interleave", offset) == (interleave, expected_offset)
+            assert width in widths
+        probed.add(name)
+    assert len(probed) >= 133
+
+
+ATTENTION = {
+    "Cohere2Config": "Cohere2Attention",
+    "Cohere2MoeConfig": "Cohere2MoeAttention",
+    "Exaone4Config": "Exaone4Attention",
+    "ExaoneMoeConfig": "ExaoneMoeAttention",
+    "Kolibri1Config": "Kolibri1Attention",
+    "Llama4TextConfig": "Llama4TextAttention",
+    "SmolLM3Config": "SmolLM3Attention",
+    "MistralLarge4TextConfig": "MistralLarge4TextAttention",
+    "DeepseekV2Config": "DeepseekV2Attention",
+    "DeepseekV3Config": "DeepseekV3Attention",
+    "DeepseekV32Config": "DeepseekV32Attention",
+    "AXK1Config": "AXK1Attention",
+    "AXK2Config": "AXK2Attention",
+    "Glm4MoeLiteConfig": "Glm4MoeLiteAttention",
+    "GlmMoeDsaConfig": "GlmMoeDsaAttention",
+    "HYV4Config": "HYV4Attention",
+    "MiniCPM3Config": "MiniCPM3Attention",
+    "Mistral4Config": "Mistral4Attention",
+    "YoutuConfig": "YoutuAttention",
+}
+"""Families whose attention decides, layer by layer, what a config does not say: which layers skip the rotation, and
+(latent attention) which query features it rotates, with which function."""
+
+VARIANTS = {"Cohere2MoeConfig": dict(first_k_dense_replace=2), "DeepseekV3Config": dict(rope_interleave=False)}
+"""Configs probed again with a value that changes the rule: Cohere 2 MoE's dense prefix layers are full attention
+and rotate (its attention's ``force_rope``); DeepSeek-V3 without ``rope_interleave`` calls ``apply_rotary_pos_emb``."""
 
 PROBED_LAYERS = 10
 """The first layers probed (and the last two): more than a period of every family's pattern (at most 5 here)."""
 
 
 def test_nope_layers_and_latent_rotated_features_are_those_of_the_attention_code(zoo, subtests):
-    """Layer by layer, the attention of each listed family rotates exactly where posenc's plan says it does, and
-    hands the rotation the features the plan names (the last qk_rope_head_dim of multi-head latent attention)."""
+    """Layer by layer, the attention of each listed family rotates exactly where posenc's plan says it does, hands
+    the rotation the features the plan names, and calls the interleaved function exactly when the census does."""
     by_name = {type(config).__name__: config for _, config in zoo}
     cases = [(name, by_name[name]) for name in ATTENTION]
     cases += [(f"{name}({overrides})", type(by_name[name])(**overrides)) for name, overrides in VARIANTS.items()]
     for label, config in cases:
         with subtests.test(config=label):
             plan = posenc.RotaryPlan.from_config(config)
+            family = type(config).__module__.split(".")[2]
+            module = importlib.import_module(f"transformers.models.{family}.modeling_{family}")
             layers = [*range(min(PROBED_LAYERS, len(plan.layers))), len(plan.layers) - 2, len(plan.layers) - 1]
-            theirs = probe_attention(config, ATTENTION[type(config).__name__], layers)
-            expected = [
-                (layer.rotary_offset, layer.rotary_dim if layer.rotary_offset else None) if layer.rotates else None
-                for layer in (plan.layers[index] for index in layers)
-            ]
-            observed = [(call[0], call[1] if call[0] else None) if call is not None else None for call in theirs]
-            assert observed == expected
+            theirs = probe_attention(config, getattr(module, ATTENTION[type(config).__name__]), layers)
+            for index, call in zip(layers, theirs):
+                layer = plan.layers[index]
+                assert (call is not None) == layer.rotates, f"layer {index}"
+                if call is not None:
+                    interleave, offset, widths = expected_call(config, layer)
+                    assert (call[0] == "apply_rotary_pos_emb_interleave", call[1]) == (interleave, offset), index
+                    assert call[2] in widths, f"layer {index}"
