@@ -55,6 +55,12 @@ vision tower), which posenc's halves layout reads after swapping the middle quar
 
 QueryRule = Literal["llama4_temperature", "llama4_beta", "scalable_softmax"]
 
+DerivedAttributes = Literal["bamba", "falcon_h1", "recurrent_gemma", "all_sliding", "longcat"]
+"""Attributes a config class computes (properties not written to config.json), derived the same way from a dict:
+``layers_block_type`` from ``attn_layer_indices`` (Bamba), ``"hybrid"`` everywhere (Falcon-H1), ``block_types``
+cycled (RecurrentGemma), ``"sliding_attention"`` everywhere (Qwen3-Omni's Code2Wav), ``num_hidden_layers = 2 *
+num_layers`` (LongCat-Flash: two attentions per layer)."""
+
 NO_ATTENTION_TYPES = ("linear_attention", "conv", "mamba")
 """Layer types without softmax attention (recurrent or convolutional layers): they never rotate."""
 
@@ -84,6 +90,9 @@ class Family:
     feature_order: FeatureOrder = "natural"
     frequency_scale: float = 1.0
     rope_optional: bool = False
+    mla_head: Literal["rope", "nope_plus_rope", "config"] = "rope"
+    attribute_map: tuple[tuple[str, str], ...] = ()  # the config class's attribute_map: (name, key in config.json)
+    derived: DerivedAttributes | None = None
     per_layer_theta: bool = False
     local_base_key: bool = False
     sliding_pattern_key: bool = False
@@ -184,6 +193,7 @@ def _f(directory: str, **facts: Any) -> Family:
 
 
 _VISION = dict(layer_count_keys=("depth", "num_hidden_layers"))
+_VISION_MAP = dict(_VISION, attribute_map=(("num_attention_heads", "num_heads"), ("num_hidden_layers", "depth")))
 _MROPE = ("mrope_section", "mrope_interleaved", "max_position_embeddings")
 _MLA = dict(rotary="mla", layout="interleaved", interleave_key="rope_interleave", softmax_mscale=True)
 _MLA_INTERLEAVED = dict(rotary="mla", layout="interleaved", softmax_mscale=True)
@@ -202,8 +212,14 @@ FAMILIES: dict[str, Family] = {
     "aria_text": _f("aria"),
     "axk1": _f("axk1", **_MLA),
     "axk2": _f("axk2", **_MLA_INTERLEAVED),
-    "bailing_hybrid": _f("bailing_hybrid", rotary="mla", layout="interleaved", softmax_mscale=True),
-    "bamba": _f("bamba", partial_default=0.5),
+    "bailing_hybrid": _f(
+        "bailing_hybrid",
+        attribute_map=(("max_position_embeddings", "model_max_length"),),
+        rotary="mla",
+        layout="interleaved",
+        softmax_mscale=True,
+    ),
+    "bamba": _f("bamba", attribute_map=(("layer_types", "layers_block_type"),), derived="bamba", partial_default=0.5),
     "beam": _f("beam", query_scaling="scalable_softmax"),
     "bitnet": _f("bitnet"),
     "blt_global_transformer": _f("blt", layout="interleaved"),
@@ -214,14 +230,22 @@ FAMILIES: dict[str, Family] = {
     "cohere": _f("cohere", layout="interleaved"),
     "cohere2": _f("cohere2", layout="interleaved", nope="sliding_only", sliding_pattern_key=True),
     "cohere2_moe": _f("cohere2_moe", layout="interleaved", nope="sliding_or_dense_prefix"),
-    "cohere_compass_vision": _f("cohere_compass", multiaxis="axial_hw", **_VISION),
+    "cohere_compass_vision": _f("cohere_compass", multiaxis="axial_hw", **_VISION_MAP),
     "cosmos3_edge_text": _f(
         "cosmos3_edge", multiaxis="mrope_interleaved", rope_keys=_MROPE, mrope_section=(24, 20, 20)
     ),
     "csm": _f("csm"),
     "csm_depth_decoder_model": _f("csm"),
     "cwm": _f("cwm"),
-    "dbrx": _f("dbrx"),
+    "dbrx": _f(
+        "dbrx",
+        attribute_map=(
+            ("num_attention_heads", "n_heads"),
+            ("hidden_size", "d_model"),
+            ("num_hidden_layers", "n_layers"),
+            ("max_position_embeddings", "max_seq_len"),
+        ),
+    ),
     "deepseek_ocr2_encoder": _f("deepseek_ocr2"),
     "deepseek_ocr2_text": _f("deepseek_ocr2"),
     "deepseek_v2": _f("deepseek_v2", rotary="mla", layout="interleaved", softmax_mscale=True),
@@ -235,7 +259,7 @@ FAMILIES: dict[str, Family] = {
     "doge": _f("doge"),
     "dots1": _f("dots1"),
     "dots3_note_audio_encoder": _f("dots3_note"),
-    "dots3_note_text": _f("dots3_note", **_MLA_INTERLEAVED),
+    "dots3_note_text": _f("dots3_note", **_MLA_INTERLEAVED, mla_head="config"),
     "dots3_note_vision_encoder": _f("dots3_note", multiaxis="axial_hw", **_VISION),
     "edgetam_video": _f("edgetam_video", **_SAM_MEMORY),
     "embedding_gemma2_text": _f("embedding_gemma2"),
@@ -250,15 +274,15 @@ FAMILIES: dict[str, Family] = {
         rope_keys=_MROPE,
         mrope_section=(22, 22, 20),
     ),
-    "ernie4_5_vl_moe_vision": _f("ernie4_5_vl_moe", multiaxis="axial_hw", **_VISION),
+    "ernie4_5_vl_moe_vision": _f("ernie4_5_vl_moe", multiaxis="axial_hw", **_VISION_MAP),
     "esmc": _f("esmc"),
     "eurobert": _f("eurobert"),
     "evolla": _f("evolla"),
     "exaone4": _f("exaone4", nope="sliding_only_if_hybrid"),
-    "exaone4_5_vision": _f("exaone4_5", multiaxis="axial_hw", **_VISION),
+    "exaone4_5_vision": _f("exaone4_5", multiaxis="axial_hw", **_VISION_MAP),
     "exaone_moe": _f("exaone_moe", nope="sliding_only_if_hybrid"),
     "falcon": _f("falcon"),
-    "falcon_h1": _f("falcon_h1"),
+    "falcon_h1": _f("falcon_h1", attribute_map=(("layer_types", "layers_block_type"),), derived="falcon_h1"),
     "flex_olmo": _f("flex_olmo"),
     "flint": _f("flint"),
     "gemma": _f("gemma"),
@@ -271,22 +295,22 @@ FAMILIES: dict[str, Family] = {
     "glm": _f("glm", layout="interleaved", partial_default=0.5),
     "glm4": _f("glm4", layout="interleaved", partial_default=0.5),
     "glm4_moe": _f("glm4_moe", partial_default=0.5),
-    "glm4_moe_lite": _f("glm4_moe_lite", **_MLA),
+    "glm4_moe_lite": _f("glm4_moe_lite", attribute_map=(("head_dim", "qk_rope_head_dim"),), **_MLA),
     "glm4v_moe_text": _f(
         "glm4v_moe", multiaxis="mrope_chunked", rope_keys=_MROPE, partial_default=0.5, mrope_section=(8, 12, 12)
     ),
-    "glm4v_moe_vision": _f("glm4v_moe", multiaxis="axial_hw", **_VISION),
+    "glm4v_moe_vision": _f("glm4v_moe", multiaxis="axial_hw", **_VISION_MAP),
     "glm4v_text": _f(
         "glm4v", layout="interleaved", multiaxis="mrope_chunked", rope_keys=_MROPE, mrope_section=(8, 12, 12)
     ),
-    "glm4v_vision": _f("glm4v", multiaxis="axial_hw", **_VISION),
-    "glm5_next_vision": _f("glm5_next", multiaxis="axial_hw", **_VISION),
+    "glm4v_vision": _f("glm4v", multiaxis="axial_hw", **_VISION_MAP),
+    "glm5_next_vision": _f("glm5_next", multiaxis="axial_hw", **_VISION_MAP),
     "glm_image_text": _f("glm_image", multiaxis="mrope_chunked", rope_keys=_MROPE, mrope_section=(8, 12, 12)),
     "glm_moe_dsa": _f("glm_moe_dsa", rotary="mla", layout="interleaved", softmax_mscale=True),
     "glm_ocr_text": _f(
         "glm_ocr", layout="interleaved", multiaxis="mrope_chunked", rope_keys=_MROPE, mrope_section=(8, 12, 12)
     ),
-    "glm_ocr_vision": _f("glm_ocr", multiaxis="axial_hw", **_VISION),
+    "glm_ocr_vision": _f("glm_ocr", multiaxis="axial_hw", **_VISION_MAP),
     "glmasr_encoder": _f("glmasr", partial_default=0.5),
     "gpt_neox": _f(
         "gpt_neox",
@@ -319,7 +343,7 @@ FAMILIES: dict[str, Family] = {
     "idefics": _f("idefics"),
     "inkling2_vision": _f("inkling2", multiaxis="axial_wh", layout="interleaved"),
     "jais2": _f("jais2"),
-    "jetmoe": _f("jetmoe"),
+    "jetmoe": _f("jetmoe", attribute_map=(("head_dim", "kv_channels"),)),
     "jina_embeddings_v3": _f("jina_embeddings_v3"),
     "kimi_k25_vision": _f("kimi_k25", multiaxis="axial_wh_pairs"),
     "kolibri1": _f("kolibri1", nope="sliding_only_if_hybrid"),
@@ -333,7 +357,7 @@ FAMILIES: dict[str, Family] = {
     "llama": _f("llama"),
     "llama4_text": _f("llama4", layout="interleaved", nope="no_rope_layers", query_scaling="llama4_temperature"),
     "llama4_vision_model": _f("llama4", multiaxis="axial_xy", layout="interleaved"),
-    "longcat_flash": _f("longcat_flash", rotary="mla", layout="interleaved", softmax_mscale=True),
+    "longcat_flash": _f("longcat_flash", derived="longcat", rotary="mla", layout="interleaved", softmax_mscale=True),
     "mellum": _f("mellum"),
     "mimi": _f("mimi"),
     "mimi_decoder": _f("mimi"),
@@ -352,6 +376,7 @@ FAMILIES: dict[str, Family] = {
     "mistral4": _f(
         "mistral4",
         rotary="mla",
+        mla_head="nope_plus_rope",
         layout="interleaved",
         interleave_key="rope_interleave",
         softmax_mscale=True,
@@ -367,7 +392,14 @@ FAMILIES: dict[str, Family] = {
     "modernbert": _f("modernbert"),
     "modernbert-decoder": _f("modernbert_decoder"),
     "molmo2_text": _f("molmo2"),
-    "moonshine": _f("moonshine", layout="interleaved"),
+    "moonshine": _f(
+        "moonshine",
+        attribute_map=(
+            ("num_attention_heads", "decoder_num_attention_heads"),
+            ("num_hidden_layers", "decoder_num_hidden_layers"),
+        ),
+        layout="interleaved",
+    ),
     "moonshine_streaming": _f("moonshine_streaming", layout="interleaved"),
     "moshi": _f("moshi"),
     "muse_glimmer_assistant": _f("muse_glimmer_assistant"),
@@ -408,24 +440,24 @@ FAMILIES: dict[str, Family] = {
     "qwen2_5_omni_dit": _f("qwen2_5_omni"),
     "qwen2_5_omni_talker": _f("qwen2_5_omni", multiaxis="mrope_chunked", rope_keys=_MROPE, mrope_section=(16, 24, 24)),
     "qwen2_5_omni_text": _f("qwen2_5_omni", multiaxis="mrope_chunked", rope_keys=_MROPE, mrope_section=(16, 24, 24)),
-    "qwen2_5_omni_vision_encoder": _f("qwen2_5_omni", multiaxis="axial_hw", **_VISION),
+    "qwen2_5_omni_vision_encoder": _f("qwen2_5_omni", multiaxis="axial_hw", **_VISION_MAP),
     "qwen2_5_vl_text": _f("qwen2_5_vl", multiaxis="mrope_chunked", rope_keys=_MROPE, mrope_section=(16, 24, 24)),
-    "qwen2_5_vl_vision": _f("qwen2_5_vl", multiaxis="axial_hw", **_VISION),
+    "qwen2_5_vl_vision": _f("qwen2_5_vl", multiaxis="axial_hw", **_VISION_MAP),
     "qwen2_moe": _f("qwen2_moe"),
     "qwen2_vl_text": _f("qwen2_vl", multiaxis="mrope_chunked", rope_keys=_MROPE, mrope_section=(16, 24, 24)),
-    "qwen2_vl_vision": _f("qwen2_vl", multiaxis="axial_hw", head_keys=("embed_dim", "num_heads"), **_VISION),
+    "qwen2_vl_vision": _f("qwen2_vl", multiaxis="axial_hw", head_keys=("embed_dim", "num_heads"), **_VISION_MAP),
     "qwen3": _f("qwen3"),
     "qwen3_5_moe_text": _f(
         "qwen3_5_moe", multiaxis="mrope_interleaved", rope_keys=_MROPE, partial_default=0.25, mrope_section=(11, 11, 10)
     ),
-    "qwen3_5_moe_vision": _f("qwen3_5_moe", multiaxis="axial_hw", **_VISION),
+    "qwen3_5_moe_vision": _f("qwen3_5_moe", multiaxis="axial_hw", **_VISION_MAP),
     "qwen3_5_text": _f(
         "qwen3_5", multiaxis="mrope_interleaved", rope_keys=_MROPE, partial_default=0.25, mrope_section=(11, 11, 10)
     ),
-    "qwen3_5_vision": _f("qwen3_5", multiaxis="axial_hw", **_VISION),
+    "qwen3_5_vision": _f("qwen3_5", multiaxis="axial_hw", **_VISION_MAP),
     "qwen3_moe": _f("qwen3_moe"),
     "qwen3_next": _f("qwen3_next", partial_default=0.25),
-    "qwen3_omni_moe_code2wav": _f("qwen3_omni_moe"),
+    "qwen3_omni_moe_code2wav": _f("qwen3_omni_moe", derived="all_sliding"),
     "qwen3_omni_moe_talker_code_predictor": _f("qwen3_omni_moe"),
     "qwen3_omni_moe_talker_text": _f(
         "qwen3_omni_moe", multiaxis="mrope_interleaved", rope_keys=_MROPE, mrope_section=(24, 20, 20)
@@ -433,16 +465,21 @@ FAMILIES: dict[str, Family] = {
     "qwen3_omni_moe_text": _f(
         "qwen3_omni_moe", multiaxis="mrope_interleaved", rope_keys=_MROPE, mrope_section=(24, 20, 20)
     ),
-    "qwen3_omni_moe_vision_encoder": _f("qwen3_omni_moe", multiaxis="axial_hw", **_VISION),
+    "qwen3_omni_moe_vision_encoder": _f("qwen3_omni_moe", multiaxis="axial_hw", **_VISION_MAP),
     "qwen3_vl_moe_text": _f(
         "qwen3_vl_moe", multiaxis="mrope_interleaved", rope_keys=_MROPE, mrope_section=(24, 20, 20)
     ),
-    "qwen3_vl_moe_vision": _f("qwen3_vl_moe", multiaxis="axial_hw", **_VISION),
+    "qwen3_vl_moe_vision": _f("qwen3_vl_moe", multiaxis="axial_hw", **_VISION_MAP),
     "qwen3_vl_text": _f("qwen3_vl", multiaxis="mrope_interleaved", rope_keys=_MROPE, mrope_section=(24, 20, 20)),
-    "qwen3_vl_vision": _f("qwen3_vl", multiaxis="axial_hw", **_VISION),
+    "qwen3_vl_vision": _f("qwen3_vl", multiaxis="axial_hw", **_VISION_MAP),
     "qwen4_exp_text": _f("qwen4_exp", multiaxis="mrope_interleaved", rope_keys=_MROPE, mrope_section=(11, 11, 10)),
-    "qwen4_exp_vision": _f("qwen4_exp", multiaxis="axial_hw", **_VISION),
-    "recurrent_gemma": _f("recurrent_gemma", partial_default=0.5),
+    "qwen4_exp_vision": _f("qwen4_exp", multiaxis="axial_hw", **_VISION_MAP),
+    "recurrent_gemma": _f(
+        "recurrent_gemma",
+        attribute_map=(("sliding_window", "attention_window_size"), ("layer_types", "layers_block_type")),
+        derived="recurrent_gemma",
+        partial_default=0.5,
+    ),
     "sam2_video": _f("sam2_video", **_SAM_MEMORY),
     "sam3_tracker_video": _f("sam3_tracker_video", **_SAM_MEMORY),
     "sam3_vit_model": _f("sam3", multiaxis="axial_hw", layout="interleaved"),
@@ -465,7 +502,7 @@ FAMILIES: dict[str, Family] = {
     "voxtral_realtime_text": _f("voxtral_realtime"),
     "xcodec2": _f("xcodec2"),
     "youtu": _f("youtu", **_MLA),
-    "zamba2": _f("zamba2"),
+    "zamba2": _f("zamba2", attribute_map=(("layer_types", "layers_block_type"), ("head_dim", "attention_head_dim"))),
     "zaya": _f("zaya", partial_default=0.5),
 }
 """The families of transformers v5.23 whose configuration builds with its defaults and rotates, by ``model_type``."""

@@ -537,10 +537,13 @@ class _Config:
         self.name = name
         self.is_dict = isinstance(config, Mapping)
         self.heterogeneous = not self.is_dict and getattr(config, "is_heterogeneous", False) is True
+        self.aliases: dict[str, str] = {}
 
     def get(self, key: str, default: Any = None) -> Any:
         if self.is_dict:
             assert isinstance(self.raw, Mapping)
+            if key not in self.raw and key in self.aliases:  # the config class's attribute_map
+                return self.raw.get(self.aliases[key], default)
             return self.raw.get(key, default)
         return getattr(self.raw, key, default)
 
@@ -556,7 +559,9 @@ class _Config:
             for key, value in overrides.items():
                 if (int(key) if isinstance(key, str) and key.isdigit() else key) == index:
                     assert isinstance(self.raw, Mapping)
-                    return _Config({**self.raw, **value}, f"{self.name}['per_layer_config'][{key!r}]")
+                    view = _Config({**self.raw, **value}, f"{self.name}['per_layer_config'][{key!r}]")
+                    view.aliases = self.aliases
+                    return view
         return self
 
 
@@ -569,6 +574,8 @@ def _read(config: object, model_type: str | None) -> RotaryPlan:
     if not isinstance(model_type, str):
         raise TypeError(f"model_type must be a str, got {type(model_type).__name__} {model_type!r}")
     family = FAMILIES.get(model_type)
+    if family is not None:
+        reader.aliases = dict(family.attribute_map)
     if family is None:
         raise ValueError(
             f"config['model_type'] = {model_type!r} is not a family posenc knows (transformers v5.23 families that "
@@ -690,6 +697,21 @@ def _nested_keys(rope: Mapping[str, Any] | None, layer_types: list[str] | None, 
 
 
 def _layer_types(reader: _Config, family: Family) -> list[str] | None:
+    if reader.is_dict and family.derived in ("bamba", "falcon_h1", "recurrent_gemma", "all_sliding"):
+        # a property of the config class, not written to config.json: computed as the class computes it
+        n_layers = check_int(reader.get("num_hidden_layers"), "config['num_hidden_layers']", minimum=1)
+        if family.derived == "bamba":
+            indices = reader.get("attn_layer_indices") or ()
+            return ["full_attention" if i in indices else "linear_attention" for i in range(n_layers)]
+        if family.derived == "falcon_h1":
+            return ["hybrid"] * n_layers
+        if family.derived == "all_sliding":
+            return ["sliding_attention"] * n_layers
+        blocks = reader.get("block_types")
+        if not blocks:
+            raise ValueError("config has no block_types, which say which layers of RecurrentGemma attend")
+        cycled = [blocks[i % len(blocks)] for i in range(n_layers)]
+        return ["linear_attention" if block == "recurrent" else "sliding_attention" for block in cycled]
     layer_types = reader.get("layer_types")
     if layer_types is None and family.sliding_pattern_key and reader.get("sliding_window_pattern") is not None:
         # the legacy int of Gemma 3 and Cohere 2: every pattern-th layer is full attention, the others sliding
@@ -711,6 +733,9 @@ def _layer_types(reader: _Config, family: Family) -> list[str] | None:
 
 
 def _n_layers(reader: _Config, family: Family, layer_types: list[str] | None) -> int:
+    if reader.is_dict and family.derived == "longcat" and reader.get("num_layers") is not None:
+        # LongCat-Flash's num_hidden_layers is a property, 2 * num_layers: two attentions per layer
+        return 2 * check_int(reader.get("num_layers"), "config['num_layers']", minimum=1)
     for key in family.layer_count_keys:
         value = reader.get(key)
         if value is not None:
@@ -796,6 +821,11 @@ def _read_layer(
 ) -> LayerRotary:
     """The :class:`LayerRotary` of a rotating layer, from its rope dict ``layer_dict``."""
     config_head_dim = _head_dim(layer, family)
+    if family.rotary == "mla" and reader.is_dict and family.mla_head != "config":
+        # the config class sets head_dim in __post_init__, whatever config.json says: qk_rope_head_dim (DeepSeek)
+        # or qk_nope_head_dim + qk_rope_head_dim (Mistral 4, with partial_rotary_factor = rope / head)
+        _, nope_dim, rope_dim = _mla_dims(layer)
+        config_head_dim = rope_dim if family.mla_head == "rope" else nope_dim + rope_dim
     parameters = dict(layer_dict)
     if "rope_theta" not in parameters:
         raise ValueError(
@@ -805,6 +835,12 @@ def _read_layer(
     family_values = {
         key: parameters.pop(key) for key in (*family.rope_keys, "max_position_embeddings") if key in parameters
     }
+    if family.multiaxis is not None and "mrope" in (parameters.get("rope_type"), parameters.get("type")):
+        # Qwen2-VL's convert_rope_params_to_dict: the legacy rope_type "mrope" is the default frequencies (the
+        # standardised dict keeps "type": "mrope" beside "rope_type": "default")
+        rope_type = parameters.get("rope_type", "default")
+        parameters = {key: value for key, value in parameters.items() if key not in ("rope_type", "type")}
+        parameters["rope_type"] = "default" if rope_type == "mrope" else rope_type
     if family.multiaxis is not None and family.multiaxis.startswith("axial"):
         # transformers marks an axial tower's default frequencies with rope_type "axial" (default_rope_type)
         if parameters.get("rope_type", parameters.get("type")) == "axial":

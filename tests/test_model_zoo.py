@@ -641,3 +641,30 @@ def test_nope_layers_and_latent_rotated_features_are_those_of_the_attention_code
                     interleave, offset, widths = expected_call(config, layer)
                     assert (call[0] == "apply_rotary_pos_emb_interleave", call[1]) == (interleave, offset), index
                     assert call[2] in widths, f"layer {index}"
+
+
+def test_every_default_config_reads_the_same_from_its_config_json(zoo, subtests):
+    """The dict that ``save_pretrained`` writes (``config.to_dict()``) gives the plan the object gives: posenc reads a
+    config.json as transformers reads its object (per-layer overrides, nested rope dicts, legacy keys included)."""
+    for family, config in zoo:
+        name = type(config).__name__
+        if name in NOT_ROTARY or family in LEFT_OUT or name in REFUSED_BY_BOTH:
+            continue
+        config = with_overrides(config) if name in OVERRIDES else config
+        with subtests.test(config=name):
+            model_type = model_type_of(config)
+            from_object = posenc.RotaryPlan.from_config(config, model_type=model_type)
+            from_dict = posenc.RotaryPlan.from_config(config.to_dict(), model_type=model_type)
+            assert from_dict.layers == from_object.layers
+
+
+def test_the_attribute_maps_posenc_reads_dicts_with_are_the_config_classes(zoo):
+    """A config.json names some attributes as its class's ``attribute_map`` does (``num_heads`` for
+    ``num_attention_heads``, ...): posenc's copy of the maps, for the names it reads, is the classes' own."""
+    read = {"num_attention_heads", "hidden_size", "head_dim", "num_hidden_layers", "max_position_embeddings"}
+    read |= {"layer_types", "sliding_window"}
+    for _, config in zoo:
+        model_type = model_type_of(config)
+        if model_type in FAMILIES:
+            theirs = {key: value for key, value in (type(config).attribute_map or {}).items() if key in read}
+            assert dict(FAMILIES[model_type].attribute_map) == theirs, model_type
