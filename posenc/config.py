@@ -258,6 +258,9 @@ class LayerRotary:
         if self.query_scaling is not None and not isinstance(self.query_scaling, QueryScaling):
             raise TypeError(f"query_scaling must be None or a QueryScaling, got {type(self.query_scaling).__name__}")
         object.__setattr__(self, "softmax_scale", check_real(self.softmax_scale, "softmax_scale", above=0.0))
+        for name in ("axes", "axis_of_pair", "frequency_of_pair", "feature_order"):
+            if not isinstance(getattr(self, name), tuple):
+                raise TypeError(f"{name} must be a tuple, got {type(getattr(self, name)).__name__}")
         object.__setattr__(self, "attention_factor", self.scaling.attention_scaling if self.rotates else 1.0)
         if not self.rotates:
             if self.rotary_dim != 0:
@@ -450,6 +453,17 @@ class RotaryPlan:
     layers: tuple[LayerRotary, ...]
     max_position_embeddings: int | None
     source: str
+
+    def __post_init__(self) -> None:
+        for name in ("model_type", "source"):
+            if not isinstance(getattr(self, name), str):
+                raise TypeError(f"{name} must be a str, got {type(getattr(self, name)).__name__}")
+        if not isinstance(self.layers, tuple) or not all(isinstance(layer, LayerRotary) for layer in self.layers):
+            raise TypeError("layers must be a tuple of posenc.LayerRotary, one per layer")
+        if not self.layers:
+            raise ValueError("layers must hold at least one layer")
+        if self.max_position_embeddings is not None:
+            check_int(self.max_position_embeddings, "max_position_embeddings", minimum=1)
 
     @property
     def kinds(self) -> tuple[LayerRotary, ...]:

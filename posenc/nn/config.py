@@ -7,18 +7,20 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 import torch
 
 from posenc._validation import check_choice, check_int
 from posenc.config import LayerRotary, QueryScaling
 from posenc.nn.multiaxis import MultiAxisRotaryEmbedding
-from posenc.nn.rotary import _DYNAMIC_LENGTHS, RotaryEmbedding, _DynamicLength
+from posenc.nn.rotary import RotaryEmbedding
 
 __all__ = ["query_scale", "rotary_embedding"]
 
 
 def rotary_embedding(
-    layer: LayerRotary, *, seq_dim: int = -2, dynamic_length: _DynamicLength = "call"
+    layer: LayerRotary, *, seq_dim: int = -2, dynamic_length: Literal["call", "longest"] = "call"
 ) -> RotaryEmbedding | MultiAxisRotaryEmbedding:
     r"""The module that rotates the queries and keys of one layer kind of a :class:`posenc.RotaryPlan`.
 
@@ -67,7 +69,7 @@ def rotary_embedding(
         raise TypeError(f"layer must be a posenc.LayerRotary, got {type(layer).__name__}")
     if not layer.rotates:
         raise ValueError(f"layer type {layer.layer_type!r} does not rotate (NoPE): it has no rotary module")
-    dynamic_length = check_choice(dynamic_length, "dynamic_length", _DYNAMIC_LENGTHS)
+    dynamic_length = check_choice(dynamic_length, "dynamic_length", ("call", "longest"))
     width = layer.head_dim - layer.rotary_offset
     if layer.feature_order:
         raise ValueError(
@@ -95,7 +97,8 @@ def query_scale(positions: torch.Tensor, scaling: QueryScaling, *, dtype: torch.
     Parameters
     ----------
     positions : tensor of int or float
-        Positions :math:`p \ge 0`, any shape (``position_ids``, ``(batch, seq)``); not checked (a forward path).
+        Positions :math:`p \ge 0`, any shape (``position_ids``, ``(batch, seq)``); their values are not checked (a
+        forward path reads nothing on the host).
     scaling : QueryScaling
         The multiplier (``LayerRotary.query_scaling``).
     dtype : torch.dtype, default torch.float32
@@ -119,10 +122,12 @@ def query_scale(positions: torch.Tensor, scaling: QueryScaling, *, dtype: torch.
     >>> query_scale(torch.tensor([[0, 16384, 49152]]), beta)
     tensor([[1.0000, 1.0693, 1.1386]])
     """
-    if not isinstance(positions, torch.Tensor):
-        raise TypeError(f"positions must be a torch.Tensor, got {type(positions).__name__}")
+    if not isinstance(positions, torch.Tensor) or positions.is_complex() or positions.dtype == torch.bool:
+        raise TypeError(f"positions must be a real torch.Tensor, got {getattr(positions, 'dtype', type(positions))}")
     if not isinstance(scaling, QueryScaling):
         raise TypeError(f"scaling must be a posenc.QueryScaling, got {type(scaling).__name__}")
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise TypeError(f"dtype must be a floating torch.dtype, got {dtype!r}")
     p = positions.to(torch.float64)
     if scaling.kind == "llama4_temperature":
         factors = 1.0 + scaling.scale * torch.log1p(torch.floor((p + 1.0) / scaling.length))
