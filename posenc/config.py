@@ -54,8 +54,6 @@ QueryScaleKind = Literal["llama4_temperature", "llama4_beta", "scalable_softmax"
 QUERY_SCALE_KINDS: tuple[QueryScaleKind, ...] = get_args(QueryScaleKind)
 """The values of :data:`QueryScaleKind`, in that order."""
 
-_NO_ROTATION = "NoPE"
-
 
 @dataclass(frozen=True)
 class QueryScaling:
@@ -408,7 +406,7 @@ class LayerRotary:
             if self.rotary_offset:
                 shown.append(f"rotary_offset={self.rotary_offset}")
             shown += [f"layout={self.layout!r}", f"base={self.base}"]
-            if self.scaling != DEFAULT:
+            if self.scaling.rope_type != "default":  # (a default scaling says no more than the base)
                 shown.append(f"scaling={self.scaling!r}")
             if self.n_axes > 1:
                 counts = Counter(self.axis_of_pair)
