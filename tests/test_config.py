@@ -338,6 +338,7 @@ LLAMA = REAL_CONFIGS["meta-llama/Llama-3.1-8B-Instruct"]
         (dict(model_type="qwen2_vl_text", rope_scaling={"type": "mrope", "mrope_section": [16, 24]}), "mrope_section"),
         (dict(model_type="hunyuan_vl_text", rope_scaling={"mrope_section": [16, 16, 16, 16]}), "mrope_section"),
         (dict(model_type="gemma3_text", layer_types=None), "sliding_window_pattern"),
+        (dict(rope_scaling={"main": {"rope_type": "default"}, "compress": {"rope_type": "default"}}), "main"),
         (dict(model_type="gpt_neox", rotary_pct=0.34), "partial_rotary_factor"),  # int(128 * 0.34) = 43 features
     ],
 )
