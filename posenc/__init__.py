@@ -25,6 +25,12 @@ Rotary on several axes (Heo et al., 2024; Wang et al., 2024), :mod:`posenc.multi
     :func:`axial_frequencies`, :func:`mrope_frequencies`, :func:`rotate_multiaxis`: axial 2D/3D RoPE,
     multimodal RoPE (``mrope_section``, chunked or interleaved) and any frequency matrix (RoPE-Mixed)
 
+A transformers model's positions, :mod:`posenc.config`
+    :class:`RotaryPlan` (``RotaryPlan.from_config(config)``: which layers rotate, with which base, scaling, width,
+    layout and axes, read from a transformers config object or ``config.json`` dict), :class:`LayerRotary` (one
+    layer kind), :class:`QueryScaling` and :func:`query_scale` (the position-dependent query multipliers of
+    Llama 4, Ministral 3 and Mistral 4); :func:`posenc.nn.rotary_embedding` builds a layer's module
+
 Types and constants
     :data:`Layout` and :data:`LAYOUTS` (sinusoidal table layouts), :data:`RotaryLayout` and
     :data:`ROTARY_LAYOUTS` (rotary pair layouts), :data:`RopeType` and :data:`ROPE_TYPES` (rotary
@@ -36,6 +42,7 @@ from importlib.metadata import version as _version
 
 from posenc._validation import LAYOUTS, MAX_TABLE_ELEMENTS, ROTARY_LAYOUTS, Layout, RotaryLayout
 from posenc.alibi import alibi_bias, alibi_slopes
+from posenc.config import QUERY_SCALE_KINDS, LayerRotary, QueryScaleKind, QueryScaling, RotaryPlan, query_scale
 from posenc.multiaxis import (
     MROPE_ASSIGNMENTS,
     MRopeAssignment,
@@ -81,6 +88,13 @@ __all__ = [
     "axial_frequencies",
     "mrope_frequencies",
     "rotate_multiaxis",
+    # a transformers model's positions
+    "QUERY_SCALE_KINDS",
+    "LayerRotary",
+    "QueryScaleKind",
+    "QueryScaling",
+    "RotaryPlan",
+    "query_scale",
     # relative-position biases
     "alibi_bias",
     "alibi_slopes",

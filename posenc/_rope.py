@@ -22,7 +22,7 @@ from numpy.typing import NDArray
 
 from posenc._validation import check_choice, check_flag, check_int, check_real, is_int
 
-RopeType = Literal["default", "linear", "dynamic", "yarn", "llama3", "longrope"]
+RopeType = Literal["default", "linear", "dynamic", "yarn", "llama3", "longrope", "proportional"]
 """The ``rope_type`` values :class:`RopeScaling` understands, named as in transformers' configs."""
 
 ROPE_TYPES: tuple[RopeType, ...] = get_args(RopeType)
@@ -40,6 +40,7 @@ _KEYS: dict[RopeType, tuple[tuple[str, ...], tuple[str, ...]]] = {
     ),
     "llama3": (("factor", "original_max_position_embeddings", "low_freq_factor", "high_freq_factor"), ()),
     "longrope": (("short_factor", "long_factor", "original_max_position_embeddings"), ("factor", "attention_factor")),
+    "proportional": ((), ("factor",)),
 }
 # The rope_types that need the trained length: a RopeScaling of these requires original_max_position_embeddings
 # (from_dict may take it from its max_position_embeddings argument, as transformers takes it from the config).
@@ -70,10 +71,11 @@ class RopeScaling:
 
     Parameters
     ----------
-    rope_type : {"default", "linear", "dynamic", "yarn", "llama3", "longrope"}, default "default"
+    rope_type : {"default", "linear", "dynamic", "yarn", "llama3", "longrope", "proportional"}, default "default"
         The scaling, as in :func:`posenc.rotary_frequencies`.
     factor : float, default 1.0
-        The context-extension factor :math:`s \ge 1` (every type but ``"default"``). For ``"longrope"`` it only
+        The context-extension factor :math:`s \ge 1` (every type but ``"default"``; optional for
+        ``"proportional"``, which divides its frequencies by it). For ``"longrope"`` it only
         sets the default attention factor: transformers' ``max_position_embeddings /
         original_max_position_embeddings`` when the dict has no ``"factor"`` (:meth:`from_dict` computes it).
     original_max_position_embeddings : int or None, default None
@@ -103,7 +105,10 @@ class RopeScaling:
     partial_rotary_factor : float, default 1.0
         The fraction of each head that is rotated, in :math:`(0, 1]`: the first
         ``int(head_dim * partial_rotary_factor)`` features (the rotary dimension, computed as transformers
-        does), the others pass through unchanged (GPT-NeoX/Pythia ``rotary_pct``, Phi-2, StableLM).
+        does), the others pass through unchanged (GPT-NeoX/Pythia ``rotary_pct``, Phi-2, StableLM). For
+        ``"proportional"`` (Gemma 4) it is the fraction of *pairs* that turn: the whole head is rotated in
+        pairs ``(i, i + head_dim / 2)``, the first ``int(partial_rotary_factor * head_dim // 2)`` of them at
+        the frequencies ``base ** (-2 i / head_dim)`` of the whole head, the others at frequency 0.
 
     Attributes
     ----------
@@ -498,8 +503,21 @@ def resolve_base(base: float | None, scaling: RopeScaling) -> float:
 
 
 def rotary_dim_of(head_dim: int, scaling: RopeScaling) -> int:
-    """Features rotated per head: ``int(head_dim * partial_rotary_factor)``, as transformers computes ``dim``."""
+    """Features rotated per head: ``int(head_dim * partial_rotary_factor)``, as transformers computes ``dim``.
+
+    ``"proportional"`` rotates the whole head (its factor sets how many pairs turn, see :func:`turning_pairs`).
+    """
+    if scaling.rope_type == "proportional":
+        return head_dim
     return int(head_dim * scaling.partial_rotary_factor)
+
+
+def turning_pairs(head_dim: int, scaling: RopeScaling) -> int:
+    """The pairs of a ``"proportional"`` head that turn, ``int(partial_rotary_factor * head_dim // 2)``.
+
+    The expression of transformers' ``_compute_proportional_rope_parameters`` (float floor division, then int).
+    """
+    return int(scaling.partial_rotary_factor * head_dim // 2)
 
 
 def check_rotary_dim(head_dim: int, scaling: RopeScaling, rotary_dim: object, name: str = "head_dim") -> int:
@@ -516,7 +534,12 @@ def check_rotary_dim(head_dim: int, scaling: RopeScaling, rotary_dim: object, na
             )
         return from_factor
     checked = check_int(rotary_dim, "rotary_dim", minimum=2, maximum=head_dim, even=True)
-    if scaling.partial_rotary_factor != 1.0 and checked != from_factor:
+    if scaling.rope_type == "proportional" and checked != head_dim:
+        raise ValueError(
+            f"rotary_dim must be None or {name} = {head_dim} for rope_type 'proportional', which rotates the whole "
+            f"head (its partial_rotary_factor sets the pairs that turn), got {checked}"
+        )
+    if scaling.partial_rotary_factor != 1.0 and scaling.rope_type != "proportional" and checked != from_factor:
         raise ValueError(
             f"rotary_dim = {checked} disagrees with scaling['partial_rotary_factor'] = "
             f"{scaling.partial_rotary_factor}, which rotates int({head_dim} * {scaling.partial_rotary_factor}) = "
@@ -555,6 +578,10 @@ def inverse_frequencies(head_dim: int, base: float, scaling: RopeScaling, seq_le
     inv_freq: NDArray[np.float64] = base**-exponents  # bit for bit posenc.frequencies(head_dim, base=base)
     if rope_type in ("default", "dynamic"):
         return inv_freq
+    if rope_type == "proportional":
+        # _compute_proportional_rope_parameters: the first pairs at the whole head's frequencies, the rest at 0.
+        inv_freq[turning_pairs(head_dim, scaling) :] = 0.0
+        return inv_freq / scaling.factor
     if rope_type == "longrope":
         # _compute_longrope_parameters: the long list once the sequence is longer than the trained length.
         assert scaling.short_factor is not None and scaling.long_factor is not None and trained is not None

@@ -84,7 +84,9 @@ def rotary_frequencies(
           ``"high_freq_factor"`` (equal factors, as Llama 4 ships them, are accepted);
         - ``"longrope"`` (Phi-3, Phi-3.5): keys ``"short_factor"``, ``"long_factor"`` (one divisor per
           rotated pair), ``"original_max_position_embeddings"``, ``"factor"``, and optionally
-          ``"attention_factor"``.
+          ``"attention_factor"``;
+        - ``"proportional"`` (Gemma 4's full-attention layers): optionally ``"factor"``; its
+          ``"partial_rotary_factor"`` says how many pairs turn, not how many features are rotated (see Notes).
 
         A dict as config.json carries it may lack keys transformers derives from the config (``"dynamic"``'s
         trained length, ``"longrope"``'s ``"factor"``): parse it with :meth:`RopeScaling.from_dict` and its
@@ -100,7 +102,8 @@ def rotary_frequencies(
     Returns
     -------
     inv_freq : (rotary_dim // 2,) ndarray of float64
-        With ``rotary_dim = int(head_dim * partial_rotary_factor)`` (``head_dim`` without one).
+        With ``rotary_dim = int(head_dim * partial_rotary_factor)`` (``head_dim`` without one, and for
+        ``"proportional"``).
         The angle of pair ``i`` at position ``m`` is ``m * inv_freq[i]``.
 
     Raises
@@ -137,7 +140,11 @@ def rotary_frequencies(
       pair keeps :math:`\theta_i`);
     - longrope (Ding et al., 2024): :math:`\theta_i / f_i` with :math:`f` = ``short_factor`` while
       :math:`\ell \le L`, ``long_factor`` beyond; the attention factor is
-      :math:`\sqrt{1 + \ln s / \ln L}` (1 for :math:`s \le 1`) unless given.
+      :math:`\sqrt{1 + \ln s / \ln L}` (1 for :math:`s \le 1`) unless given;
+    - proportional (Gemma 4): :math:`\theta_i / s` for the first ``int(partial_rotary_factor * head_dim // 2)``
+      pairs, 0 for the others, with the whole head's :math:`\theta_i = \text{base}^{-2i/d}`: the whole head
+      is rotated (pairs ``(i, i + d/2)`` in transformers' halves layout) and the last pairs do not turn. Partial
+      rotary instead computes :math:`\text{base}^{-2i/d'}` over the :math:`d'` rotated features only.
 
     With ``dynamic``, transformers' ``dynamic_rope_update`` keeps the frequencies of the longest length seen
     so far; here each call uses its own ``seq_len``.

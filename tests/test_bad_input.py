@@ -24,13 +24,17 @@ import torch
 
 from posenc import (
     MAX_TABLE_ELEMENTS,
+    LayerRotary,
+    QueryScaling,
     RopeScaling,
+    RotaryPlan,
     alibi_bias,
     alibi_slopes,
     axial_frequencies,
     frequencies,
     layout_permutation,
     mrope_frequencies,
+    query_scale,
     rotary_attention_factor,
     rotary_frequencies,
     rotary_weight_permutation,
@@ -51,7 +55,9 @@ from posenc.nn import (
     SinusoidalPositionalEncoding,
     T5RelativeBias,
     causal_mask_mod,
+    rotary_embedding,
 )
+from posenc.nn import query_scale as torch_query_scale
 from posenc.testing import (
     assert_alibi_offset_matches_slice,
     assert_alibi_slopes_match_reference,
@@ -188,6 +194,22 @@ BAD_CALLS = {
     "scaling not a dict": Bad(lambda: rotary_frequencies(8, scaling="linear"), TypeError, "scaling"),
     # the typed scaling checks its own fields, built directly or from a dict
     "RopeScaling.from_dict of a str": Bad(lambda: RopeScaling.from_dict("linear"), TypeError, "scaling"),
+    # a transformers config, read (posenc.config): its own config-level refusals are tests/test_config.py's
+    "RotaryPlan.from_config of a str": Bad(lambda: RotaryPlan.from_config("llama"), TypeError, "config"),
+    "RotaryPlan without layers": Bad(lambda: RotaryPlan("llama", (), None, "models/llama"), ValueError, "layers"),
+    "LayerRotary with an odd rotary_dim": Bad(
+        lambda: LayerRotary("full_attention", True, 16, rotary_dim=7), ValueError, "rotary_dim"
+    ),
+    "QueryScaling of an unknown kind": Bad(lambda: QueryScaling("temperature", 0.1, 8.0), ValueError, "kind"),
+    "query_scale at a negative position": Bad(
+        lambda: query_scale([-1], QueryScaling("llama4_beta", 0.1, 8.0)), ValueError, "positions"
+    ),
+    "nn.query_scale of a list": Bad(
+        lambda: torch_query_scale([0, 1], QueryScaling("llama4_beta", 0.1, 8.0)), TypeError, "positions"
+    ),
+    "rotary_embedding of a NoPE layer": Bad(
+        lambda: rotary_embedding(LayerRotary("full_attention", False, 16)), ValueError, "layer"
+    ),
     "RopeScaling with a factor below 1": Bad(lambda: RopeScaling("linear", factor=0.5), ValueError, "factor"),
     "RopeScaling with a field its type does not use": Bad(
         lambda: RopeScaling("linear", factor=2.0, beta_fast=8.0), ValueError, "beta_fast"

@@ -36,8 +36,12 @@ from hypothesis import strategies as st
 from test_bad_input import names_parameter, public_objects, takes_no_input
 
 import posenc
+import posenc.nn
 from posenc import (
+    LayerRotary,
+    QueryScaling,
     RopeScaling,
+    RotaryPlan,
     alibi_bias,
     alibi_slopes,
     axial_frequencies,
@@ -63,6 +67,7 @@ from posenc.nn import (
     SinusoidalPositionalEncoding,
     T5RelativeBias,
     causal_mask_mod,
+    rotary_embedding,
 )
 from posenc.testing import (
     assert_alibi_offset_matches_slice,
@@ -760,6 +765,64 @@ SPECS = {
             module(torch.ones(2, 3, 2 * module.n_pairs), torch.zeros(3, module.n_axes)),
             {"x": torch.ones(2, 3, 2 * module.n_pairs)},
         ),
+    ),
+    "posenc.LayerRotary": Spec(
+        LayerRotary,
+        lambda a: LayerRotary(**a),
+        lambda: dict(
+            layer_type="full_attention",
+            rotates=True,
+            head_dim=16,
+            rotary_dim=8,
+            rotary_offset=8,
+            layout="halves",
+            base=10000.0,
+            scaling=RopeScaling(),
+            axes=("position",),
+            axis_of_pair=(),
+            frequency_of_pair=(),
+            frequency_dim=0,
+            frequency_scale=1.0,
+            feature_order=(),
+            softmax_scale=1.0,
+            query_scaling=None,
+        ),
+        lambda out, a: isinstance(out, LayerRotary) or pytest.fail(f"returned {out!r}"),
+    ),
+    "posenc.RotaryPlan": Spec(
+        RotaryPlan,
+        lambda a: RotaryPlan(**a),
+        lambda: dict(
+            model_type="llama",
+            layers=(LayerRotary("full_attention", True, 8, 8),),
+            max_position_embeddings=64,
+            source="models/llama/modeling_llama.py",
+        ),
+        lambda out, a: isinstance(out, RotaryPlan) or pytest.fail(f"returned {out!r}"),
+    ),
+    "posenc.QueryScaling": Spec(
+        QueryScaling,
+        lambda a: QueryScaling(**a),
+        lambda: dict(kind="llama4_beta", scale=0.1, length=16384.0),
+        lambda out, a: isinstance(out, QueryScaling) or pytest.fail(f"returned {out!r}"),
+    ),
+    "posenc.query_scale": Spec(
+        posenc.query_scale,
+        lambda a: posenc.query_scale(a["positions"], a["scaling"]),
+        lambda: dict(positions=np.arange(4), scaling=QueryScaling("llama4_temperature", 0.1, 2.0)),
+        lambda out, a: (out.shape == np.shape(a["positions"]) and np.all(np.isfinite(out))) or pytest.fail(repr(out)),
+    ),
+    "posenc.nn.rotary_embedding": Spec(
+        rotary_embedding,
+        lambda a: rotary_embedding(a["layer"], seq_dim=a["seq_dim"], dynamic_length=a["dynamic_length"]),
+        lambda: dict(layer=LayerRotary("full_attention", True, 8, 8), seq_dim=-2, dynamic_length="call"),
+        lambda module, a: _check_rotary_module(module),
+    ),
+    "posenc.nn.query_scale": Spec(
+        posenc.nn.query_scale,
+        lambda a: posenc.nn.query_scale(a["positions"], a["scaling"], dtype=a["dtype"]),
+        lambda: dict(positions=torch.arange(4), scaling=QueryScaling("llama4_beta", 0.1, 2.0), dtype=torch.float32),
+        lambda out, a: out.shape == a["positions"].shape or pytest.fail(repr(out)),
     ),
     "posenc.nn.MultiAxisRotaryEmbedding.forward": Spec(
         MultiAxisRotaryEmbedding.forward,

@@ -515,6 +515,33 @@ def test_frequencies_match_transformers_llama3(head_dim, base, factor, trained, 
     assert attention == 1.0
 
 
+@settings(max_examples=40)
+@given(
+    head_dim=HEAD_DIMS,
+    base=BASES,
+    factor=st.one_of(st.none(), FACTORS),
+    partial=st.sampled_from([None, 0.125, 0.25, 0.3, 0.5, 0.75, 1.0]),
+)
+def test_frequencies_match_transformers_proportional(head_dim, base, factor, partial):
+    """Gemma 4's full-attention layers: the whole head's frequencies base**(-2i/head_dim) on the first
+    int(p * head_dim // 2) pairs, 0 on the others, all divided by the factor; the whole head is rotated."""
+    scaling = {"rope_type": "proportional"}
+    if factor is not None:
+        scaling["factor"] = factor
+    if partial is not None:
+        scaling["partial_rotary_factor"] = partial
+    theirs, attention = transformers_frequencies(head_dim, base, scaling, max_position_embeddings=2048)
+    ours = rotary_frequencies(head_dim, base=base, scaling=scaling)
+    assert ours.shape == theirs.shape == (head_dim // 2,)
+    turning = int((1.0 if partial is None else partial) * head_dim // 2)
+    np.testing.assert_array_equal(ours[turning:], 0.0)
+    np.testing.assert_allclose(ours, theirs, rtol=float32_frequency_tolerance(base), atol=0)
+    np.testing.assert_allclose(
+        ours[:turning], rotary_frequencies(head_dim, base=base)[:turning] / (factor or 1.0), rtol=1e-15
+    )
+    assert attention == rotary_attention_factor(scaling) == 1.0
+
+
 # --- The PyTorch module ---------------------------------------------------------------------------------
 
 

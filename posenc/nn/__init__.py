@@ -9,6 +9,8 @@
 - :class:`ShawRelativeAttention` (:mod:`posenc.nn.shaw`): attention with :func:`posenc.shaw_relative_indices`.
 - :func:`causal_mask_mod` (:mod:`posenc.nn.flex`): the causal mask for FlexAttention, whose ``score_mod`` the
   ``score_mod()`` methods of :class:`ALiBiBias` and :class:`T5RelativeBias` give.
+- :func:`rotary_embedding` and :func:`query_scale` (:mod:`posenc.nn.config`): the module of one layer kind of a
+  :class:`posenc.RotaryPlan` (a transformers config, read), and the query multipliers some families apply.
 
 Needs PyTorch, which posenc installs only with its ``torch`` extra.
 """
@@ -21,6 +23,7 @@ except ImportError as error:
     ) from error
 
 from posenc.nn.alibi import ALiBiBias
+from posenc.nn.config import query_scale, rotary_embedding
 from posenc.nn.flex import causal_mask_mod
 from posenc.nn.learned import LearnedPositionalEmbedding
 from posenc.nn.multiaxis import MultiAxisRotaryEmbedding
@@ -38,4 +41,6 @@ __all__ = [
     "T5RelativeBias",
     "ShawRelativeAttention",
     "causal_mask_mod",
+    "rotary_embedding",
+    "query_scale",
 ]

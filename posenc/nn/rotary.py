@@ -102,7 +102,7 @@ class RotaryEmbedding(nn.Module):
         ``rotate_half``). See :func:`posenc.rotary_weight_permutation` to move weights between them.
     scaling : RopeScaling, dict or None, default None
         A transformers-style ``rope_parameters`` dict (every rope_type of :func:`posenc.rotary_frequencies`:
-        ``"linear"``, ``"dynamic"``, ``"yarn"``, ``"llama3"``, ``"longrope"``), with an optional
+        ``"linear"``, ``"dynamic"``, ``"yarn"``, ``"llama3"``, ``"longrope"``, ``"proportional"``), with an optional
         ``"rope_theta"`` and ``"partial_rotary_factor"``, or the :class:`posenc.RopeScaling` parsed from one.
     seq_dim : int, default -2
         The axis of ``x`` that indexes positions: ``-2`` for ``(..., seq, head_dim)``, ``1`` for

@@ -1,0 +1,378 @@
+"""posenc.config: published configs read from their config.json as transformers reads them, the query multipliers, and
+the NoPE and per-layer bases that a model's forward loop (not its attention) decides.
+
+*Real configs.* Each dict holds the rotary keys of a model's ``config.json`` on the Hugging Face Hub, as published
+(the model id is the key), and the sizes they depend on; other keys are left out. The test reads the dict with
+:meth:`posenc.RotaryPlan.from_config`, builds transformers' own config object from the same dict
+(``AutoConfig.for_model``), checks that both readings give the same plan, and rotates with posenc and with the
+family's rotary class (tests/test_model_zoo.py's :func:`compare`, its tolerance) at positions 0, 1, L - 1, L and 4L.
+
+*Query multipliers* are compared with transformers' functions in float32: both evaluate the same formula on the same
+integer positions, so they agree to a few float32 roundings of a value near 1 (``1e-6``).
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import math
+
+import numpy as np
+import pytest
+import torch
+from test_model_zoo import compare
+
+import posenc
+from posenc import QueryScaling, RotaryPlan
+from posenc.nn import query_scale
+
+pytestmark = pytest.mark.usefixtures("quiet_transformers")
+
+REAL_CONFIGS = {
+    "meta-llama/Llama-3.1-8B-Instruct": {
+        "model_type": "llama",
+        "hidden_size": 4096,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "num_hidden_layers": 32,
+        "max_position_embeddings": 131072,
+        "rope_theta": 500000.0,
+        "rope_scaling": {
+            "factor": 8.0,
+            "low_freq_factor": 1.0,
+            "high_freq_factor": 4.0,
+            "original_max_position_embeddings": 8192,
+            "rope_type": "llama3",
+        },
+    },
+    "google/gemma-3-4b-it (text_config)": {
+        "model_type": "gemma3_text",
+        "hidden_size": 2560,
+        "head_dim": 256,
+        "num_attention_heads": 8,
+        "num_key_value_heads": 4,
+        "num_hidden_layers": 34,
+        "sliding_window": 1024,
+        "sliding_window_pattern": 6,
+        "rope_theta": 1000000.0,
+        "rope_local_base_freq": 10000.0,
+        "rope_scaling": {"factor": 8.0, "rope_type": "linear"},
+    },
+    "openai/gpt-oss-20b": {
+        "model_type": "gpt_oss",
+        "hidden_size": 2880,
+        "head_dim": 64,
+        "num_attention_heads": 64,
+        "num_key_value_heads": 8,
+        "num_hidden_layers": 24,
+        "max_position_embeddings": 131072,
+        "sliding_window": 128,
+        "layer_types": ["sliding_attention", "full_attention"] * 12,
+        "rope_theta": 150000,
+        "rope_scaling": {
+            "beta_fast": 32.0,
+            "beta_slow": 1.0,
+            "factor": 32.0,
+            "original_max_position_embeddings": 4096,
+            "rope_type": "yarn",
+            "truncate": False,
+        },
+    },
+    "deepseek-ai/DeepSeek-V3": {
+        "model_type": "deepseek_v3",
+        "hidden_size": 7168,
+        "num_attention_heads": 128,
+        "num_key_value_heads": 128,
+        "num_hidden_layers": 61,
+        "q_lora_rank": 1536,
+        "kv_lora_rank": 512,
+        "qk_nope_head_dim": 128,
+        "qk_rope_head_dim": 64,
+        "v_head_dim": 128,
+        "max_position_embeddings": 163840,
+        "rope_theta": 10000,
+        "rope_scaling": {
+            "beta_fast": 32,
+            "beta_slow": 1,
+            "factor": 40,
+            "mscale": 1.0,
+            "mscale_all_dim": 1.0,
+            "original_max_position_embeddings": 4096,
+            "type": "yarn",
+        },
+    },
+    "EleutherAI/pythia-1.4b": {
+        "model_type": "gpt_neox",
+        "hidden_size": 2048,
+        "num_attention_heads": 16,
+        "num_hidden_layers": 24,
+        "max_position_embeddings": 2048,
+        "rotary_pct": 0.25,
+        "rotary_emb_base": 10000,
+    },
+    "Qwen/Qwen2.5-VL-7B-Instruct (text)": {
+        "model_type": "qwen2_5_vl_text",
+        "hidden_size": 3584,
+        "num_attention_heads": 28,
+        "num_key_value_heads": 4,
+        "num_hidden_layers": 28,
+        "max_position_embeddings": 128000,
+        "rope_theta": 1000000.0,
+        "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]},
+    },
+}
+"""The rotary keys of published config.json files (model id: dict), and the sizes they depend on."""
+
+
+def transformers_config(raw: dict):
+    """transformers' own config object built from a config.json dict."""
+    from transformers import AutoConfig
+
+    values = copy.deepcopy(raw)
+    return AutoConfig.for_model(values.pop("model_type"), **values)
+
+
+@pytest.mark.parametrize("model_id", REAL_CONFIGS)
+def test_a_published_config_reads_as_transformers_reads_it_and_rotates_as_it_does(model_id):
+    raw = REAL_CONFIGS[model_id]
+    from_dict = RotaryPlan.from_config(copy.deepcopy(raw))
+    config = transformers_config(raw)
+    from_object = RotaryPlan.from_config(config)
+    assert from_dict.layers == from_object.layers
+    assert compare(config)
+
+
+def test_what_the_published_configs_say():
+    """The plans' claims, checked against the published values and the modeling code they come from."""
+    plans = {model_id: RotaryPlan.from_config(copy.deepcopy(raw)) for model_id, raw in REAL_CONFIGS.items()}
+    llama = plans["meta-llama/Llama-3.1-8B-Instruct"].kinds
+    assert [(kind.rotary_dim, kind.base, kind.scaling.rope_type, kind.layout) for kind in llama] == [
+        (128, 500000.0, "llama3", "halves")
+    ]
+    gemma = plans["google/gemma-3-4b-it (text_config)"]
+    full = [index for index, layer in enumerate(gemma.layers) if layer.layer_type == "full_attention"]
+    assert full == [5, 11, 17, 23, 29]  # sliding_window_pattern 6
+    assert {(layer.base, layer.scaling.rope_type, layer.scaling.factor) for layer in gemma.layers} == {
+        (10000.0, "default", 1.0),  # the sliding layers: rope_local_base_freq, unscaled
+        (1000000.0, "linear", 8.0),  # the full layers: rope_theta and rope_scaling
+    }
+    gpt_oss = plans["openai/gpt-oss-20b"]
+    assert len(gpt_oss.kinds) == 2 and all(kind.scaling.truncate is False for kind in gpt_oss.kinds)
+    assert gpt_oss.kinds[0].attention_factor == pytest.approx(0.1 * math.log(32.0) + 1.0)
+    (deepseek,) = plans["deepseek-ai/DeepSeek-V3"].kinds
+    shape = (deepseek.head_dim, deepseek.rotary_dim, deepseek.rotary_offset, deepseek.layout)
+    assert shape == (192, 64, 128, "interleaved")
+    assert deepseek.attention_factor == 1.0  # mscale / mscale_all_dim = 1
+    assert deepseek.softmax_scale == pytest.approx((0.1 * math.log(40.0) + 1.0) ** 2)
+    (pythia,) = plans["EleutherAI/pythia-1.4b"].kinds
+    assert (pythia.head_dim, pythia.rotary_dim, pythia.base) == (128, 32, 10000.0)
+    (qwen,) = plans["Qwen/Qwen2.5-VL-7B-Instruct (text)"].kinds
+    assert qwen.axes == ("time", "height", "width") and qwen.axis_of_pair == (0,) * 16 + (1,) * 24 + (2,) * 24
+
+
+def test_the_reader_sees_the_wrong_reading_of_a_published_config(monkeypatch):
+    """The comparison is live: Gemma 3's legacy rope_scaling applied to every layer (vllm-project/vllm#29111's bug:
+    the sliding layers lose their local base) moves the rotation far beyond the tolerance."""
+    raw = copy.deepcopy(REAL_CONFIGS["google/gemma-3-4b-it (text_config)"])
+    config = transformers_config(raw)
+    for layer_dict in config.rope_parameters.values():
+        layer_dict.update(rope_type="linear", factor=8.0, rope_theta=1000000.0)  # one flat scaling for all layers
+    with pytest.raises(AssertionError, match="sliding_attention"):
+        compare_against(config, transformers_config(raw))
+
+
+def compare_against(ours, theirs):
+    """Rotate with the plan of ``ours`` and transformers' rotary of ``theirs`` (same family and sizes)."""
+    import test_model_zoo
+
+    original = test_model_zoo.posenc.RotaryPlan.from_config
+    plan = original(ours)
+    try:
+        test_model_zoo.posenc.RotaryPlan.from_config = lambda config, **kwargs: plan  # type: ignore[method-assign]
+        return compare(theirs)
+    finally:
+        test_model_zoo.posenc.RotaryPlan.from_config = original  # type: ignore[method-assign]
+
+
+# --- Query multipliers ------------------------------------------------------------------------------------------
+
+POSITIONS = torch.tensor([[0, 1, 8191, 8192, 16383, 16384, 65535, 131072, 1048575]])
+
+
+@pytest.mark.parametrize("family", ["ministral3", "mistral4"])
+def test_llama_4_scaling_beta_matches_transformers(family):
+    """Ministral 3 and Mistral 4 multiply the queries by 1 + beta * ln(1 + floor(p / L)) after the rotation."""
+    module = importlib.import_module(f"transformers.models.{family}.modeling_{family}")
+    theirs = module.get_llama_4_attn_scale(POSITIONS, 0.1, 16384)[:, 0, :, 0]
+    scaling = QueryScaling("llama4_beta", 0.1, 16384.0)
+    torch.testing.assert_close(query_scale(POSITIONS, scaling), theirs, rtol=0, atol=1e-6)
+    np.testing.assert_allclose(posenc.query_scale(POSITIONS.numpy(), scaling), theirs.double().numpy(), atol=1e-6)
+
+
+def test_beams_scalable_softmax_matches_transformers():
+    """beam's NoPE full-attention layers: (1 + (p + 1) / 2048) ** 0.1, from the modeling file's constants."""
+    from transformers.models.beam.modeling_beam import compute_attention_scaling
+
+    theirs = compute_attention_scaling(POSITIONS)[:, 0, :, 0]
+    (nope,) = [kind for kind in RotaryPlan.from_config(_default("BeamConfig")).kinds if not kind.rotates]
+    assert nope.query_scaling == QueryScaling("scalable_softmax", 0.1, 2048.0)
+    torch.testing.assert_close(query_scale(POSITIONS, nope.query_scaling), theirs, rtol=0, atol=1e-6)
+
+
+def test_llama4_temperature_tuning_matches_the_attention():
+    """Llama 4's NoPE layers scale the queries inside the attention; its ratio with the tuning on and off, at each
+    position, is posenc's factor (tiny random attention, float64)."""
+    from transformers import Llama4TextConfig
+    from transformers.models.llama4 import modeling_llama4
+
+    config = Llama4TextConfig(
+        hidden_size=32, num_attention_heads=2, num_key_value_heads=1, head_dim=16, num_hidden_layers=4,
+        attn_scale=0.1, floor_scale=4, intermediate_size=32, intermediate_size_mlp=32, use_qk_norm=False,
+    )  # fmt: skip
+    config._attn_implementation = "eager"
+    plan = RotaryPlan.from_config(config)
+    nope_index = plan.layers.index(next(layer for layer in plan.layers if not layer.rotates))
+    scaling = plan.layers[nope_index].query_scaling
+    assert scaling == QueryScaling("llama4_temperature", 0.1, 4.0)
+    torch.manual_seed(0)
+    attention = modeling_llama4.Llama4TextAttention(config, nope_index).double()
+    queries = []
+
+    def record(module, query, *args, **kwargs):
+        queries.append(query)
+        return query.transpose(1, 2), None
+
+    hidden = torch.randn(1, 20, 32, dtype=torch.float64)
+    positions = torch.arange(20)[None]
+    original = modeling_llama4.eager_attention_forward
+    try:
+        modeling_llama4.eager_attention_forward = record
+        for tuning in (True, False):
+            attention.attn_temperature_tuning = tuning
+            attention(hidden, None, None, position_ids=positions)
+    finally:
+        modeling_llama4.eager_attention_forward = original
+    ratio = (queries[0] / queries[1])[0, 0, :, 0]
+    torch.testing.assert_close(ratio, query_scale(positions, scaling, dtype=torch.float64)[0], rtol=0, atol=1e-6)
+
+
+# --- Decided by the model's forward loop: NoPE layers and per-layer bases ---------------------------------------
+
+TINY = dict(hidden_size=64, num_attention_heads=4, num_key_value_heads=2, head_dim=16, intermediate_size=64)
+FOUR_TYPES = ["sliding_attention", "full_attention", "sliding_attention", "full_attention"]
+LOOPS = {
+    "MuseGlimmerTextConfig": ("MuseGlimmerTextModel", dict(layer_rope_theta=[10000.0, 0, 10000.0, 0])),
+    "GraniteSWAConfig": ("GraniteSWAModel", dict(layer_rope_theta=[10000.0, 0, 500000.0, 10000.0])),
+    "GraniteMoeSWAConfig": (
+        "GraniteMoeSWAModel",
+        dict(layer_rope_theta=[10000.0, 0, 500000.0, 10000.0], num_local_experts=2, num_experts_per_tok=1),
+    ),
+    "BeamConfig": ("BeamModel", {}),
+    "OlmoHybridConfig": ("OlmoHybridModel", dict(pad_token_id=0)),
+    "OlmoHybridConfig without rope": ("OlmoHybridModel", dict(pad_token_id=0, rope_parameters=None)),
+}
+"""Tiny models whose forward loop decides per layer: MUSE and Granite SWA pass no cos/sin to a layer whose
+``layer_rope_theta`` is 0 (Granite SWA: one rotary per nonzero theta), beam to its full layers (``None`` in the
+nested rope dict), OLMo Hybrid to every layer when the config has no rope parameters."""
+
+
+def _default(name: str):
+    import transformers
+
+    return getattr(transformers, name)()
+
+
+def test_nope_layers_and_bases_decided_by_the_model_loop(subtests):
+    """Each layer's attention gets no cos/sin exactly where the plan says NoPE, and else the cos of the plan's base."""
+    import transformers
+
+    for label, (model_name, extra) in LOOPS.items():
+        with subtests.test(config=label):
+            config_class = getattr(transformers, label.split()[0])
+            layer_types = FOUR_TYPES if "layer_rope_theta" in extra else {}
+            types = {"layer_types": layer_types} if layer_types else {}
+            config = config_class(**TINY, vocab_size=64, num_hidden_layers=4, **types, **extra)
+            config._attn_implementation = "eager"
+            family = config_class.__module__.split(".")[2]
+            module = importlib.import_module(f"transformers.models.{family}.modeling_{family}")
+            torch.manual_seed(0)
+            model = getattr(module, model_name)(config).eval()
+            seen: dict[int, torch.Tensor | None] = {}
+            for index, layer in enumerate(model.layers):
+                if getattr(layer, "self_attn", None) is None:
+                    continue  # a recurrent layer
+
+                def hook(attention, args, kwargs, index=index, seen=seen):
+                    embeddings = kwargs.get("position_embeddings")
+                    seen[index] = None if embeddings is None else embeddings[0]
+
+                layer.self_attn.register_forward_pre_hook(hook, with_kwargs=True)
+            with torch.no_grad():
+                model(input_ids=torch.tensor([[1, 2, 3, 4, 5]]))
+            plan = RotaryPlan.from_config(config)
+            assert seen, "no attention layer ran"
+            for index, cos in seen.items():
+                layer = plan.layers[index]
+                assert (cos is not None) == layer.rotates, f"layer {index}"
+                if cos is not None:
+                    expected = np.cos(np.multiply.outer(np.arange(5.0), layer.inverse_frequencies()))
+                    np.testing.assert_allclose(cos[0, :, : layer.rotary_dim // 2].double().numpy(), expected, atol=1e-6)
+
+
+# --- Refusals -----------------------------------------------------------------------------------------------------
+
+LLAMA = REAL_CONFIGS["meta-llama/Llama-3.1-8B-Instruct"]
+
+
+@pytest.mark.argument_check
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (dict(model_type="llama_v9"), "model_type.*llama_v9"),
+        (dict(rope_theta=None), "rope_theta"),
+        (dict(rope_scaling={"rope_type": "linear", "factor": 2.0, "llama_4_scaling_beta": 0.1}), "scaling_beta"),
+        (dict(rope_scaling={"rope_type": "yarn", "factor": 2.0, "attention_factr": 1.0}), "attention_factr"),
+        (dict(rope_scaling={"rope_type": "ntk_alpha", "alpha": 2.0}), "rope_type"),
+        (dict(model_type="deepseek_v3", qk_rope_head_dim=64, qk_nope_head_dim=128, partial_rotary_factor=0.5), "rope"),
+        (dict(model_type="llama4_text", no_rope_layers=None), "no_rope_layer_interval"),
+        (dict(model_type="qwen2_vl_text", rope_scaling={"type": "mrope", "mrope_section": [16, 24]}), "mrope_section"),
+        (dict(model_type="hunyuan_vl_text", rope_scaling={"mrope_section": [16, 16, 16, 16]}), "mrope_section"),
+        (dict(model_type="gemma3_text", layer_types=None), "sliding_window_pattern"),
+        (dict(rope_scaling={"main": {"rope_type": "default"}, "compress": {"rope_type": "default"}}), "main"),
+        (dict(model_type="gpt_neox", rotary_pct=0.34), "partial_rotary_factor"),  # int(128 * 0.34) = 43 features
+    ],
+)
+def test_a_config_posenc_cannot_serve_gets_a_value_error_naming_the_key(change, message):
+    raw = {**copy.deepcopy(LLAMA), **change}
+    raw = {key: value for key, value in raw.items() if value is not None}
+    with pytest.raises(ValueError, match=message):
+        RotaryPlan.from_config(raw)
+
+
+@pytest.mark.argument_check
+def test_a_composite_config_names_its_sub_configs():
+    with pytest.raises(ValueError, match="text_config"):
+        RotaryPlan.from_config({"model_type": "llama", "text_config": {}, "vision_config": {}, "num_hidden_layers": 1})
+
+
+def test_keys_that_do_not_change_positions_are_accepted():
+    """max_position_embeddings inside the dict (Ministral 3 ships it) changes nothing."""
+    raw = copy.deepcopy(LLAMA)
+    plain = RotaryPlan.from_config(copy.deepcopy(raw))
+    raw["rope_scaling"]["max_position_embeddings"] = 131072
+    assert RotaryPlan.from_config(raw).layers == plain.layers
+
+
+def test_deepseek_v4_nests_by_its_own_labels():
+    """DeepSeek-V4's rope_parameters are keyed main / compress, not by layer type: sliding layers read main."""
+    from transformers import DeepseekV4Config
+
+    types = ["sliding_attention", "compressed_sparse_attention", "heavily_compressed_attention"]
+    config = DeepseekV4Config(num_hidden_layers=3, layer_types=types, mlp_layer_types=["hash_moe", "moe", "moe"])
+    plan = RotaryPlan.from_config(config)
+    for layer in plan.layers:
+        label = "main" if layer.layer_type == "sliding_attention" else "compress"
+        assert layer.base == config.rope_parameters[label]["rope_theta"]
+        assert layer.rotary_offset == layer.head_dim - layer.rotary_dim  # the last features (its apply_rotary_pos_emb)
+    assert {layer.base for layer in plan.layers} == {10000.0, 160000.0}
+    assert compare(config) == types  # each kind rotated as transformers' rotary of its label
