@@ -9,13 +9,16 @@ order). A rotary model can also rotate only part of each head (``rotary_dim``) o
 without rotation (``nope_layer_interval``, the pattern of Llama 4's reference code). This module holds
 
 - :func:`markov_chain`, the seeded source with its exact entropies (the loss floor among them),
-  :func:`sample_sequences`, which draws sequences from it, and :func:`order_blind_entropy`, the best loss of
-  a predictor that sees the earlier symbols only as an unordered multiset;
+  :func:`sample_sequences`, which draws sequences from it, :func:`chain_symbol_losses`, the chain's own loss
+  on each symbol of them, and :func:`order_blind_entropy`, the best loss of a predictor that sees the
+  earlier symbols only as an unordered multiset;
 - :class:`TinyCausalLM`, the model;
 - :func:`train_and_evaluate`, which trains one model at ``train_len`` and reports its loss at several
   evaluation lengths, :func:`evaluate`, which scores a trained model again (optionally with attention
-  limited to a window of recent keys), and :func:`shuffled_context_loss`, which measures whether a model's
-  prediction depends on the order of the earlier symbols;
+  limited to a window of recent keys), :func:`evaluation_sequences`, the sequences both score,
+  :func:`symbol_losses`, a model's loss at each position of given sequences, and
+  :func:`shuffled_context_loss`, which measures whether a model's prediction depends on the order of the
+  earlier symbols;
 - :func:`position_interpolation`, which runs a trained rotary model at a multiple of its training length
   with plain and with interpolated positions (Chen et al., 2023), before and after a short fine-tuning;
 - :func:`copy_task`, a task where order must be used, not only recency: copy a random sequence after a
@@ -49,11 +52,14 @@ __all__ = [
     "MarkovChain",
     "markov_chain",
     "sample_sequences",
+    "chain_symbol_losses",
     "order_blind_entropy",
     "TinyCausalLM",
     "ExtrapolationResult",
     "train_and_evaluate",
     "evaluate",
+    "evaluation_sequences",
+    "symbol_losses",
     "ShuffleResult",
     "shuffled_context_loss",
     "InterpolationResult",
@@ -133,6 +139,11 @@ def _entropy(p: np.ndarray, axis=None):
     return -np.sum(p * np.log(np.where(p > 0, p, 1.0)), axis=axis)
 
 
+def _current_next(pairs: np.ndarray, transitions: np.ndarray) -> np.ndarray:
+    """Joint distribution ``(n, n)`` of (current symbol, next symbol) under the stationary pairs."""
+    return np.einsum("ab,abc->bc", pairs, transitions)
+
+
 def markov_chain(seed, *, n_symbols=16, concentration=0.05) -> MarkovChain:
     r"""A random order-2 Markov chain, with the exact entropy rate that bounds any model's loss on it.
 
@@ -199,7 +210,7 @@ def markov_chain(seed, *, n_symbols=16, concentration=0.05) -> MarkovChain:
     pairs = (pairs / pairs.sum()).reshape(n, n)
 
     entropy_rate = float(np.sum(pairs * _entropy(transitions, axis=-1)))
-    current_next = np.einsum("ab,abc->bc", pairs, transitions)  # joint distribution of (x[t], x[t+1])
+    current_next = _current_next(pairs, transitions)
     marginal = current_next.sum(axis=1)
     order1 = float(_entropy(current_next) - _entropy(marginal))
     return MarkovChain(transitions, pairs, entropy_rate, order1, float(_entropy(marginal)))
@@ -247,6 +258,35 @@ def sample_sequences(chain, n_sequences, length, *, seed) -> np.ndarray:
     ((3, 10), 'int64', True)
     """
     return _sample(chain, n_sequences, length, np.random.default_rng(seed))
+
+
+def chain_symbol_losses(chain, sequences) -> np.ndarray:
+    r"""The chain's own loss on each symbol that has two predecessors: the floor, sampled.
+
+    Parameters
+    ----------
+    chain : MarkovChain
+        From :func:`markov_chain`.
+    sequences : (n_sequences, length + 1) int array
+        Symbols of ``chain``, for example from :func:`sample_sequences` or :func:`evaluation_sequences`,
+        with ``length`` at least 2.
+
+    Returns
+    -------
+    losses : (n_sequences, length - 1) float64 array
+        ``losses[k, t - 1]`` is :math:`-\log P(x_{t+1} \mid x_{t-1}, x_t)` for sequence ``k``, ``t = 1 ...
+        length - 1``: the same layout as :func:`symbol_losses`, so that the two can be compared symbol by
+        symbol. Their mean over many symbols approaches :attr:`MarkovChain.entropy_rate`; over the symbols of
+        one evaluation set it says how easy that set is.
+
+    Examples
+    --------
+    >>> chain = markov_chain(0, n_symbols=4)
+    >>> chain_symbol_losses(chain, sample_sequences(chain, 3, 10, seed=1)).shape
+    (3, 8)
+    """
+    x = np.asarray(sequences)
+    return -np.log(chain.transitions[x[:, :-2], x[:, 1:-1], x[:, 2:]])
 
 
 MAX_BAG_STATES = 2**24
@@ -859,8 +899,88 @@ def evaluate(model, length, *, source_seed=0, concentration=0.05, window=None, e
         return _evaluate(model, _eval_sequences(chain, source_seed, length, eval_tokens), window=window)
 
 
+def evaluation_sequences(length, *, source_seed=0, concentration=0.05, eval_tokens=4096) -> np.ndarray:
+    """The sequences :func:`train_and_evaluate` and :func:`evaluate` score at context ``length``.
+
+    Parameters
+    ----------
+    length : int
+        Context length, at least 2.
+    source_seed, concentration, eval_tokens
+        As in :func:`train_and_evaluate`.
+
+    Returns
+    -------
+    sequences : (n_sequences, length + 1) int64 array
+        ``max(1, min(4096, eval_tokens // (length - 1)))`` sequences; a model reads the first ``length``
+        symbols of each. Every length has its own draw, so two lengths are scored on different sequences
+        (132 of them at 32 symbols, 16 at 256 with the defaults): :func:`chain_symbol_losses` on each says
+        how easy each draw is.
+
+    Examples
+    --------
+    >>> evaluation_sequences(32).shape, evaluation_sequences(256).shape
+    ((132, 33), (16, 257))
+    """
+    chain = markov_chain(source_seed, n_symbols=N_SYMBOLS, concentration=concentration)
+    return _eval_sequences(chain, source_seed, length, eval_tokens)
+
+
+def symbol_losses(model, sequences, *, window=None) -> np.ndarray:
+    r"""The loss of each scored prediction of a trained model, sequence by sequence and position by position.
+
+    Parameters
+    ----------
+    model : TinyCausalLM
+        A trained model, for example ``result.model`` from :func:`train_and_evaluate`.
+    sequences : (n_sequences, length + 1) int array
+        Symbols of the model's chain (:func:`sample_sequences`, :func:`evaluation_sequences`); the model
+        reads the first ``length`` of each, ``length`` at least 2 (at most ``model.max_len`` for
+        ``"learned"``).
+    window : int or None, default None
+        As in :func:`evaluate`.
+
+    Returns
+    -------
+    losses : (n_sequences, length - 1) float64 array
+        ``losses[k, t - 1]`` is the cross-entropy, in nats, of the prediction of symbol ``t + 1`` of sequence
+        ``k``, made at position ``t`` (``t = 1 ... length - 1``; the prediction at position 0 is not scored,
+        as in :func:`train_and_evaluate`). The mean of all of them is :func:`evaluate`'s number on these
+        sequences, up to the rounding of a sum in another order.
+
+    Notes
+    -----
+    The model is causal: its prediction at position :math:`t` depends on :math:`x_0 \dots x_t` only. So the
+    losses at positions ``1 ... 31`` of a 256-symbol read are those of a 32-symbol read of the first 33
+    symbols of the same sequences, up to rounding, and one read of long sequences gives the loss at every
+    context length on the same symbols: the mean of the first ``L - 1`` columns is the loss at context
+    length ``L``. Comparing columns separates what the position of a prediction does from which sequences
+    were drawn.
+
+    Examples
+    --------
+    >>> r = train_and_evaluate("alibi", seed=0, train_len=8, eval_lens=(8,), steps=2, d_model=8)
+    >>> x = sample_sequences(markov_chain(0), 4, 17, seed=3)
+    >>> symbol_losses(r.model, x).shape
+    (4, 15)
+    """
+    x = np.asarray(sequences)
+    n, length = x.shape[0], x.shape[1] - 1
+    chunk = max(1, min(n, _ATTENTION_CHUNK // (model.n_heads * length * length)))
+    parts = []
+    with _OneThread(), torch.no_grad():
+        model.eval()
+        for start in range(0, n, chunk):
+            part = torch.from_numpy(x[start : start + chunk])
+            logits = model._logits(part[:, :-1], None, window)[:, 1:]
+            targets = part[:, 2:]
+            loss = nn.functional.cross_entropy(logits.transpose(1, 2), targets, reduction="none")
+            parts.append(loss.double().numpy())
+    return np.concatenate(parts)
+
+
 class ShuffleResult(NamedTuple):
-    """What :func:`shuffled_context_loss` measured, in nats.
+    r"""What :func:`shuffled_context_loss` measured, in nats.
 
     Attributes
     ----------
@@ -868,12 +988,21 @@ class ShuffleResult(NamedTuple):
         Mean loss of the prediction after the last symbol read, the earlier symbols in their order.
     shuffled : float
         The same predictions with the symbols before the current one permuted at random (each sequence
-        its own permutation); the current symbol stays last.
+        its own permutation); the current symbol stays last. This is the loss of a predictor that sees the
+        earlier symbols only as a multiset (the model fed them in a random order), so, up to the sampling
+        error of ``n_sequences`` symbols, it bounds from above the best such loss at this position,
+        :func:`order_blind_entropy` at :math:`t` = ``length - 1``.
+    current_symbol_only : float
+        Loss, on the same symbols, of the best predictor that sees only the current one: the mean of
+        :math:`-\log P(x_{L} \mid x_{L-1})` under the stationary distribution, whose expectation is
+        :attr:`MarkovChain.order1_entropy`. ``current_symbol_only - in_order`` is how much the model gains
+        at this position from the earlier symbols, on these sequences.
     n_sequences, length : int
     """
 
     in_order: float
     shuffled: float
+    current_symbol_only: float
     n_sequences: int
     length: int
 
@@ -935,7 +1064,10 @@ def shuffled_context_loss(
             for tokens in (sequences, shuffled):
                 logits = model._logits(torch.from_numpy(tokens[:, :length]))[:, -1]
                 losses.append(float(nn.functional.cross_entropy(logits, targets)))
-    return ShuffleResult(losses[0], losses[1], n_sequences, length)
+    current_next = _current_next(chain.pair_distribution, chain.transitions)
+    current_symbol_only = -np.log(current_next / current_next.sum(axis=1, keepdims=True))
+    order1 = float(current_symbol_only[sequences[:, length - 1], sequences[:, length]].mean())
+    return ShuffleResult(losses[0], losses[1], order1, n_sequences, length)
 
 
 class InterpolationResult(NamedTuple):
