@@ -1563,10 +1563,15 @@ def assert_yarn_attention_factor(
     factor; the logits :math:`q \cdot k` grow by its square. YaRN's factor is :math:`0.1 \ln s + 1` for a
     scaling factor :math:`s` [1]_; DeepSeek's configurations carry two coefficients, ``mscale`` and
     ``mscale_all_dim``, and transformers (``_compute_yarn_parameters``) and posenc then multiply cos and sin
-    by :math:`(0.1\,\text{mscale} \ln s + 1) / (0.1\,\text{mscale\_all\_dim} \ln s + 1)`, which is 1 when
-    the two are equal. DeepSeek's attention applies the square of the second term to its softmax scale, a
-    factor of the whole logit that this check does not see. The factor is measured on every position, so
-    one that depends on the position is caught too.
+    by
+
+    .. math::
+
+        \frac{0.1\,\text{mscale} \ln s + 1}{0.1\,\text{mscale\_all\_dim} \ln s + 1},
+
+    which is 1 when the two are equal. DeepSeek's attention applies the square of the second term to its
+    softmax scale, a factor of the whole logit that this check does not see. The factor is measured on every
+    position, so one that depends on the position is caught too.
 
     References
     ----------
