@@ -4,8 +4,8 @@ Each ``assert_*`` function here calls an implementation you pass in (a function,
 compares what it returns with a property that every correct implementation has, computed with posenc's own
 float64 reference, and raises ``AssertionError`` with a message that says which input broke the property,
 by how much, and what usually causes that. It returns ``None`` when the property holds. posenc's own
-implementations pass every check; the chapter *A gallery of real bugs* runs each check on small faulty
-implementations that reproduce bugs reported in public issue trackers, and shows them failing.
+implementations pass every check; the book's chapter :doc:`/notebooks/10_bug_gallery` runs each check on
+small faulty implementations that reproduce bugs reported in public issue trackers, and shows them failing.
 
 Conventions shared by the checks:
 
