@@ -16,8 +16,9 @@
  * Here the excerpt is taken from the article (article.bd-article), or from the anchored element when the
  * result points into the page (a glossary term or an API entry: its <dt> together with the <dd> that explains
  * it), around the first word the reader typed, else the first stem, else from the start of the text. A
- * formula, which the page holds as LaTeX source for MathJax, is written as plain text (plainMath). Nothing
- * is loaded from the network.
+ * formula, which the page holds as LaTeX source for MathJax, is written as plain text (plainMath). A number
+ * typed alone (131072) is searched for, which Sphinx's query parser skips (withNumbers). Nothing is loaded
+ * from the network.
  */
 "use strict";
 
@@ -114,10 +115,26 @@
     return summary;
   };
 
+  // Sphinx's query parser drops every term made of digits alone, so a search for 131072 looked for nothing;
+  // the book's index holds numbers, grouped ones as one word too (book/_ext/posenc_search.py). Put the
+  // numbers back among the terms that must be found.
+  const withNumbers = (parseQuery) => (query) => {
+    const parsed = parseQuery(query);
+    const [, searchTerms, , highlightTerms] = parsed;
+    for (const term of query.trim().split(/\s+/)) {
+      if (/^\d+$/.test(term)) {
+        searchTerms.add(term);
+        highlightTerms.add(term);
+      }
+    }
+    return parsed;
+  };
+
   const install = () => {
     // `Search` is a top-level const of searchtools.js, which only the search page loads.
     if (typeof Search === "undefined") return;
     Search.makeSearchSummary = makeSummary;
+    if (typeof Search._parseQuery === "function") Search._parseQuery = withNumbers(Search._parseQuery);
   };
 
   // This file is loaded in the page's head, before searchtools.js: install once the page has been parsed,

@@ -1148,10 +1148,11 @@ def format_table(reports: list[PageReport]) -> str:
 
 # --- Search: every result with an excerpt of the page's text, one search box ----------------------------
 
-SEARCH_WORDS = ("YaRN", "interleaved", "rotary", "wavelength")
+SEARCH_WORDS = ("YaRN", "interleaved", "rotary", "wavelength", "10000")
 """Words the search pass looks up: one only the later chapters use, one the early chapters use too, one whose
 stem ("rotari") occurs nowhere literally, which left Sphinx's excerpts showing the download menu ("....ipynb"),
-and one that stands next to formulas on most of its pages (their excerpts showed raw LaTeX)."""
+one that stands next to formulas on most of its pages (their excerpts showed raw LaTeX), and a number, the
+sinusoid's base, which Sphinx's query parser dropped (a number alone found nothing)."""
 
 # Sphinx's searchtools.js appends the excerpt (``p.context``) once its fetch of the result's page returns, after
 # the list is complete; the pass waits for every item to have one (or for the timeout, then reports the rest).

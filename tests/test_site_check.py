@@ -581,3 +581,39 @@ def test_the_books_search_excerpts_write_formulas_as_text(tmp_path):
         "(0.1 mscale ln s + 1)/(0.1 mscale_all_dim ln s + 1)"
     )
     assert site_check.excerpt_problem(excerpt) is None
+
+
+SPHINX_STATIC = Path(sysconfig.get_paths()["purelib"]) / "sphinx" / "themes" / "basic" / "static"
+
+
+def test_a_number_typed_alone_is_searched_for(tmp_path):
+    """Sphinx's own query parser (searchtools.js, as the book's search page loads it) drops a term made of
+    digits alone; with the book's search-excerpts.js the number is among the terms searched for."""
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} is missing: install it with `apt-get install -y chromium` (see README.md)")
+    from playwright.sync_api import sync_playwright
+
+    for name in ("doctools.js", "searchtools.js"):
+        (tmp_path / name).write_text((SPHINX_STATIC / name).read_text())
+    (tmp_path / "search-excerpts.js").write_text((REPOSITORY / "_static" / "search-excerpts.js").read_text())
+    # what language_data.js, sphinx_highlight.js and documentation_options.js define for searchtools.js
+    stubs = (
+        "<script>var stopwords = []; var Stemmer = function () { this.stemWord = (word) => word; };"
+        "var SPHINX_HIGHLIGHT_ENABLED = false; var DOCUMENTATION_OPTIONS = {};</script>"
+    )
+    scripts = {
+        "sphinx.html": ["doctools.js", "searchtools.js"],
+        "book.html": ["doctools.js", "search-excerpts.js", "searchtools.js"],  # the order of the book's pages
+    }
+    terms = {}
+    with site_check.LocalServer(tmp_path) as server, sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=site_check.CHROMIUM_ARGS)
+        for page_name, sources in scripts.items():
+            tags = "".join(f'<script src="{source}"></script>' for source in sources)
+            (tmp_path / page_name).write_text(page("", stubs + tags))
+            tab = browser.new_page()
+            tab.goto(f"{server.origin}/{page_name}", wait_until="load")
+            terms[page_name] = tab.evaluate("() => [...Search._parseQuery('131072 rotary')[1]].sort()")
+            tab.close()
+        browser.close()
+    assert terms == {"sphinx.html": ["rotary"], "book.html": ["131072", "rotary"]}
