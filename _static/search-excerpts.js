@@ -15,8 +15,10 @@
  *
  * Here the excerpt is taken from the article (article.bd-article), or from the anchored element when the
  * result points into the page (a glossary term or an API entry: its <dt> together with the <dd> that explains
- * it), around the first word the reader typed, else the first stem, else from the start of the text. Nothing
- * is loaded from the network.
+ * it), around the first word the reader typed, else the first stem, else from the start of the text. A
+ * formula, which the page holds as LaTeX source for MathJax, is written as plain text (plainMath). A number
+ * typed alone (131072) is searched for, which Sphinx's query parser skips (withNumbers). Nothing is loaded
+ * from the network.
  */
 "use strict";
 
@@ -31,10 +33,40 @@
       .split(/\s+/)
       .filter((word) => word.length > 0 && !word.startsWith("-"));
 
-  // The text a reader sees in `element`, without the pilcrow links, scripts and styles.
+  // A formula's LaTeX source as plain text: the page holds `\(\omega_i = 10000^{-2i/d_{model}}\)`, which MathJax
+  // typesets on the page but an excerpt would show raw. Greek letters and common symbols become their
+  // characters, \frac{a}{b} becomes (a)/(b), function names (\sin, \ln) stay, other commands, braces and
+  // spacing go: ω_i = 10000^-2i/d_model.
+  const SYMBOLS = {
+    alpha: "α", beta: "β", gamma: "γ", delta: "δ", Delta: "Δ", epsilon: "ε", varepsilon: "ε", eta: "η",
+    theta: "θ", Theta: "Θ", lambda: "λ", mu: "μ", pi: "π", rho: "ρ", sigma: "σ", Sigma: "Σ", tau: "τ",
+    phi: "φ", varphi: "φ", psi: "ψ", omega: "ω", Omega: "Ω", ell: "ℓ", sum: "Σ", prod: "Π", infty: "∞",
+    cdot: "·", times: "×", le: "≤", leq: "≤", ge: "≥", geq: "≥", ne: "≠", neq: "≠", approx: "≈", to: "→",
+    rightarrow: "→", mapsto: "↦", ldots: "…", dots: "…", cdots: "⋯", pm: "±", in: "∈", sqrt: "√",
+    partial: "∂", langle: "⟨", rangle: "⟩", lfloor: "⌊", rfloor: "⌋", lceil: "⌈", rceil: "⌉", mid: "|",
+    top: "ᵀ", quad: " ", qquad: " ",
+  };
+  const FUNCTIONS = new Set(["sin", "cos", "tan", "log", "ln", "exp", "max", "min", "arg", "argmax", "det", "mod"]);
+  const plainMath = (tex) =>
+    tex
+      .replace(/^\s*(\\\(|\\\[|\$\$?)|(\\\)|\\\]|\$\$?)\s*$/g, "")
+      .replace(/\\(?:mathrm|text|textrm|mathit|mathbf|mathcal|operatorname|boldsymbol)\{([^{}]*)\}/g, "$1")
+      .replace(/\\frac\{([^{}]*)\}\{([^{}]*)\}/g, "($1)/($2)")
+      .replace(/\\(?:begin|end)\{[^{}]*\}/g, " ")
+      .replace(/\\\\/g, " ")
+      .replace(/\\([A-Za-z]+)/g, (match, name) => SYMBOLS[name] || (FUNCTIONS.has(name) ? name : ""))
+      .replace(/\\([{}_%#$&])/g, "$1")
+      .replace(/\\./g, " ")
+      .replace(/[{}&]/g, "")
+      .replace(/\s+/g, " ")
+      .trim();
+
+  // The text a reader sees in `element`, without the pilcrow links, scripts and styles, each formula as
+  // plain text.
   const readableText = (element) => {
     const copy = element.cloneNode(true);
     copy.querySelectorAll(".headerlink, script, style").forEach((node) => node.remove());
+    copy.querySelectorAll(".math").forEach((node) => node.replaceWith(` ${plainMath(node.textContent)} `));
     return copy.textContent.replace(/\s+/g, " ").trim();
   };
 
@@ -65,7 +97,11 @@
     const text = pageText(html, anchor);
     if (text === "") return null;
     const lower = text.toLowerCase();
-    const candidates = [...typedWords(), ...stems].map((term) => term.toLowerCase());
+    // A number typed without separators (131072) is written with them on the page (131,072).
+    const grouped = typedWords()
+      .filter((word) => /^\d{4,}$/.test(word))
+      .map((word) => word.replace(/\B(?=(\d{3})+$)/g, ","));
+    const candidates = [...typedWords(), ...grouped, ...stems].map((term) => term.toLowerCase());
     let found = -1;
     for (const term of candidates) {
       found = lower.indexOf(term);
@@ -79,10 +115,26 @@
     return summary;
   };
 
+  // Sphinx's query parser drops every term made of digits alone, so a search for 131072 looked for nothing;
+  // the book's index holds numbers, grouped ones as one word too (book/_ext/posenc_search.py). Put the
+  // numbers back among the terms that must be found.
+  const withNumbers = (parseQuery) => (query) => {
+    const parsed = parseQuery(query);
+    const [, searchTerms, , highlightTerms] = parsed;
+    for (const term of query.trim().split(/\s+/)) {
+      if (/^\d+$/.test(term)) {
+        searchTerms.add(term);
+        highlightTerms.add(term);
+      }
+    }
+    return parsed;
+  };
+
   const install = () => {
     // `Search` is a top-level const of searchtools.js, which only the search page loads.
     if (typeof Search === "undefined") return;
     Search.makeSearchSummary = makeSummary;
+    if (typeof Search._parseQuery === "function") Search._parseQuery = withNumbers(Search._parseQuery);
   };
 
   // This file is loaded in the page's head, before searchtools.js: install once the page has been parsed,

@@ -4,8 +4,8 @@ Each ``assert_*`` function here calls an implementation you pass in (a function,
 compares what it returns with a property that every correct implementation has, computed with posenc's own
 float64 reference, and raises ``AssertionError`` with a message that says which input broke the property,
 by how much, and what usually causes that. It returns ``None`` when the property holds. posenc's own
-implementations pass every check; the chapter *A gallery of real bugs* runs each check on small faulty
-implementations that reproduce bugs reported in public issue trackers, and shows them failing.
+implementations pass every check; the book's chapter :doc:`/notebooks/10_bug_gallery` runs each check on
+small faulty implementations that reproduce bugs reported in public issue trackers, and shows them failing.
 
 Conventions shared by the checks:
 
@@ -1593,10 +1593,15 @@ def assert_yarn_attention_factor(
     factor; the logits :math:`q \cdot k` grow by its square. YaRN's factor is :math:`0.1 \ln s + 1` for a
     scaling factor :math:`s` [1]_; DeepSeek's configurations carry two coefficients, ``mscale`` and
     ``mscale_all_dim``, and transformers (``_compute_yarn_parameters``) and posenc then multiply cos and sin
-    by :math:`(0.1\,\text{mscale} \ln s + 1) / (0.1\,\text{mscale\_all\_dim} \ln s + 1)`, which is 1 when
-    the two are equal. DeepSeek's attention applies the square of the second term to its softmax scale, a
-    factor of the whole logit that this check does not see. The factor is measured on every position, so
-    one that depends on the position is caught too.
+    by
+
+    .. math::
+
+        \frac{0.1\,\text{mscale} \ln s + 1}{0.1\,\text{mscale\_all\_dim} \ln s + 1},
+
+    which is 1 when the two are equal. DeepSeek's attention applies the square of the second term to its
+    softmax scale, a factor of the whole logit that this check does not see. The factor is measured on every
+    position, so one that depends on the position is caught too.
 
     References
     ----------

@@ -32,13 +32,23 @@ visit). A page passes when it
   (``_images/abc123.png``, ``../_build/....png``), which a screen reader would read aloud;
 * for a page of the API reference (``book/api/*.rst``), has an element whose ``id`` is each object its
   autodoc directives document (``posenc.nn.RotaryEmbedding``, ``posenc.nn.RotaryEmbedding.forward``, ...):
-  an object autodoc could not render, or a method it skipped, leaves no entry.
+  an object autodoc could not render, or a method it skipped, leaves no entry;
+* works when a reader taps it (``toggles``, as ``make check-site`` runs it): at 1280 px a click on the site
+  navigation button (☰) collapses the sidebar and a second brings it back; at 390 px a tap on ☰, and on
+  the contents button where the page has contents, opens its sidebar (a modal dialog with links on the
+  screen). pydata-sphinx-theme 0.17 bound both to hidden copies of the buttons, and nothing opened;
+* at 390 px, shows every formula whole or in a box of its own that scrolls (a formula that a clipping box
+  cuts off, or that reaches past the screen, fails), and no table of the article wider than its box;
+* in light mode, and then in the dark mode the page must follow when the system turns dark, has every text
+  of a table or a caption at a contrast of at least :data:`MIN_CONTRAST` (4.5:1) with what is behind it.
 
-It prints one row per page, saves a full-page screenshot of each page at 1280 px and at 390 px
-(``<page>.png`` and ``<page>@390.png``, for a person to look at), and
-exits non-zero if any page fails. Site-wide, ``/favicon.ico`` must answer with an image (browsers and
-other clients ask for it whether or not a page declares an icon), and the site's search must list results
-for a word.
+It prints one row per page, saves screenshots of each page at 1280 px and at 390 px, in light and dark mode
+(``<page>.png``, ``<page>@390.png``, ``<page>.dark.png``, ``<page>@390.dark.png``, for a person to look at),
+each in tiles of at most :data:`SCREENSHOT_TILE_PX` (the rest in ``<page>.part2.png`` and on; a tile that
+times out is printed as a note, not a failure), and exits non-zero if any page fails. Site-wide,
+``/favicon.ico`` must answer with an image (browsers and other clients ask for it whether or not a page
+declares an icon), and the site's search must list results for a word, each with an excerpt of prose (no
+file name, no raw LaTeX).
 
 The browser's requests are deliberately not intercepted (no ``route``): with interception on, Chromium
 stops asking for ``/favicon.ico``, and the check would miss the 404 a reader's browser logs.
@@ -56,8 +66,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
+import glob
 import html.parser
 import http.server
+import json
 import os
 import re
 import socket
@@ -119,6 +131,14 @@ class PageReport:
     images_without_alt: list[str] = field(default_factory=list)
     wide_code: list[str] = field(default_factory=list)
     wide_output: int = 0
+    toggles_tapped: int = 0
+    toggles_opened: int = 0
+    sidebar_collapses: bool | None = None
+    math_overflow: list[str] = field(default_factory=list)
+    wide_tables: list[str] = field(default_factory=list)
+    contrast_checked: dict[str, int] = field(default_factory=dict)
+    low_contrast: dict[str, list[str]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
 
     @property
@@ -361,6 +381,379 @@ _WIDE_CODE_JS = """
 }
 """
 
+# --- What a reader does on a page: tap the toggles, read the math, the tables and the captions ---------------
+
+# The sidebars each toggle opens: the theme's modal dialog (a phone) and the sidebar itself (a desktop).
+TOGGLES = {
+    "primary": {
+        "button": ".primary-toggle",
+        "name": "the site navigation button (☰)",
+        "opens": "#pst-primary-sidebar-modal, .bd-sidebar-primary",
+    },
+    "secondary": {
+        "button": ".secondary-toggle",
+        "name": "the contents button",
+        "opens": "#pst-secondary-sidebar-modal, .bd-sidebar-secondary",
+    },
+}
+"""The two toggles of pydata-sphinx-theme's layout, and what each must open: CSS selectors."""
+TOGGLE_WAIT_MS = 2_000
+"""How long a toggle gets to open or close its sidebar (the theme's transitions take 0.25 s)."""
+
+# The visible buttons matching a selector, marked with data-site-check-target so that Playwright can click the
+# first one with a real mouse event (which fails if something covers it).
+_MARK_VISIBLE_JS = """
+(selector) => {
+  document.querySelectorAll("[data-site-check-target]").forEach((el) => el.removeAttribute("data-site-check-target"));
+  const visible = [...document.querySelectorAll(selector)].filter((el) => {
+    const rect = el.getBoundingClientRect();
+    const style = getComputedStyle(el);
+    return rect.width > 0 && rect.height > 0 && style.visibility !== "hidden" && rect.right > 0 && rect.bottom > 0
+      && rect.left < window.innerWidth && rect.top < window.innerHeight;
+  });
+  if (visible.length) visible[0].setAttribute("data-site-check-target", "");
+  return visible.length;
+}
+"""
+
+# Whether one of the elements `opens` is shown on the screen with a link a reader can tap: an open <dialog>, or
+# a sidebar that is displayed, visible and at least 100 px wide inside the viewport, holding a visible link.
+_SHOWN_JS = """
+(opens) => {
+  const onScreen = (el) => {
+    const rect = el.getBoundingClientRect();
+    const style = getComputedStyle(el);
+    return style.display !== "none" && style.visibility !== "hidden" && Number(style.opacity) > 0.1
+      && Math.min(rect.right, window.innerWidth) - Math.max(rect.left, 0) >= 100
+      && rect.bottom > 0 && rect.top < window.innerHeight;
+  };
+  const withLink = (el) => [...el.querySelectorAll("a[href]")].some((a) => {
+    const rect = a.getBoundingClientRect();
+    return rect.width > 0 && rect.height > 0 && getComputedStyle(a).visibility !== "hidden";
+  });
+  return [...document.querySelectorAll(opens)].some((el) =>
+    (el.tagName !== "DIALOG" || el.open) && onScreen(el) && withLink(el));
+}
+"""
+_DIALOG_OPEN_JS = "() => [...document.querySelectorAll('dialog')].some((d) => d.open)"
+# Whether the page has a table of contents to open (the theme leaves the contents button out when it has none).
+_HAS_CONTENTS_JS = """() => document.querySelectorAll(
+  "#pst-secondary-sidebar a[href], .bd-sidebar-secondary a[href], #pst-secondary-sidebar-modal a[href]").length > 0"""
+
+# At the phone's width, each typeset formula (mjx-container) that reaches past the viewport or past a box that
+# clips it, without a box of its own that scrolls: the reader cannot see all of it. A formula inside a box that
+# scrolls sideways (overflow-x auto or scroll) and that box inside the viewport, is readable by scrolling it.
+_MATH_OVERFLOW_JS = """
+() => {
+  const viewport = document.documentElement.clientWidth;
+  const article = document.querySelector("article") || document.querySelector("main") || document.body;
+  const shown = (el) => el.getClientRects().length > 0 && !el.closest("details:not([open])");
+  const problems = [];
+  for (const math of article.querySelectorAll("mjx-container")) {
+    if (!shown(math)) continue;
+    // The typeset formula's own box (mjx-math): the container's scrollWidth also counts MathJax's hidden
+    // assistive MathML, and a box that clips the formula does not shrink its rectangle.
+    const rect = (math.querySelector("mjx-math") || math).getBoundingClientRect();
+    const left = rect.left;
+    const right = rect.right;
+    let verdict = right > viewport + 1 || left < -1 ? "reaches past the viewport" : null;
+    for (let box = math; box && box !== document.body; box = box.parentElement) {
+      const style = getComputedStyle(box);
+      // overflow does not apply to an inline box (it neither clips nor scrolls)
+      const overflow = ["inline", "contents"].includes(style.display) ? "visible" : style.overflowX;
+      const edges = box.getBoundingClientRect();
+      if (overflow === "auto" || overflow === "scroll") {
+        const fits = edges.right <= viewport + 1 && edges.left >= -1;
+        verdict = fits ? null : "sits in a scrolling box wider than the viewport";
+        break;
+      }
+      if ((overflow === "hidden" || overflow === "clip") && (right > edges.right + 1 || left < edges.left - 1)) {
+        const name = box.className ? "." + String(box.className).trim().split(/\\s+/)[0] : "";
+        verdict = `is cut off by ${box.tagName.toLowerCase()}${name}`;
+        break;
+      }
+    }
+    if (verdict) {
+      let tex = "";
+      try {
+        const items = MathJax.startup.document.getMathItemsWithin(math);
+        if (items.length) tex = items[0].math;
+      } catch (error) {
+        tex = math.textContent || "";
+      }
+      tex = tex.replace(/\\s+/g, " ").trim();
+      problems.push(`${math.getAttribute("display") === "true" ? "display" : "inline"} math ${verdict} ` +
+        `(${Math.round(right - left)} px wide, right edge at ${Math.round(right)} px): ${tex.slice(0, 50)}`);
+    }
+  }
+  return problems;
+}
+"""
+
+# At the phone's width, the tables of the article whose columns do not fit their box (it scrolls sideways).
+_WIDE_TABLES_JS = """
+() => {
+  const article = document.querySelector("article") || document.querySelector("main") || document.body;
+  const shown = (el) => el.getClientRects().length > 0 && !el.closest("details:not([open])");
+  return [...article.querySelectorAll("table")].filter(shown)
+    .filter((table) => table.scrollWidth > table.clientWidth + 1 || table.getBoundingClientRect().right >
+      document.documentElement.clientWidth + 1)
+    .map((table) => {
+      const caption = table.querySelector("caption");
+      const label = (caption ? caption.textContent : (table.querySelector("th, td") || {}).textContent || "")
+        .replace(/\\s+/g, " ").trim().slice(0, 50);
+      return `${table.scrollWidth} > ${table.clientWidth} px: ${label}`;
+    });
+}
+"""
+
+# Contrast of the text of tables and captions (WCAG 2 contrast ratio): every text node inside a table, a
+# caption or a figure caption, and the labels a stacked table writes with ::before, against the background
+# behind it (the element's and its ancestors' background colours, composed; white below them all).
+_CONTRAST_JS = """
+(minimum) => {
+  const article = document.querySelector("article") || document.querySelector("main") || document.body;
+  const parse = (text) => {
+    let m = text.match(/^rgba?\\(([^)]*)\\)$/);
+    if (m) {
+      const p = m[1].split(/[\\s,\\/]+/).filter(Boolean).map(Number);
+      return [p[0], p[1], p[2], p.length > 3 ? p[3] : 1];
+    }
+    m = text.match(/^color\\(srgb ([^)]*)\\)$/);
+    if (m) {
+      const p = m[1].split(/[\\s\\/]+/).filter(Boolean).map(Number);
+      return [p[0] * 255, p[1] * 255, p[2] * 255, p.length > 3 ? p[3] : 1];
+    }
+    return null;
+  };
+  const over = (top, below) => {
+    const a = top[3];
+    return [0, 1, 2].map((i) => top[i] * a + below[i] * (1 - a)).concat([1]);
+  };
+  const background = (el) => {
+    const layers = [];
+    for (let node = el; node; node = node.parentElement) {
+      const colour = parse(getComputedStyle(node).backgroundColor);
+      if (colour && colour[3] > 0) {
+        layers.push(colour);
+        if (colour[3] >= 1) break;
+      }
+    }
+    let result = [255, 255, 255, 1];
+    for (const layer of layers.reverse()) result = over(layer, result);
+    return result;
+  };
+  const luminance = (c) => {
+    const [r, g, b] = c.slice(0, 3).map((v) => {
+      const s = v / 255;
+      return s <= 0.04045 ? s / 12.92 : Math.pow((s + 0.055) / 1.055, 2.4);
+    });
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  };
+  const ratio = (a, b) => {
+    const [hi, lo] = [luminance(a), luminance(b)].sort((x, y) => y - x);
+    return (hi + 0.05) / (lo + 0.05);
+  };
+  const hex = (c) => "#" + c.slice(0, 3).map((v) => Math.round(v).toString(16).padStart(2, "0")).join("");
+  const shown = (el) => el.getClientRects().length > 0 && getComputedStyle(el).visibility !== "hidden"
+    && !el.closest("details:not([open])");
+  const roots = article.querySelectorAll("table, caption, figcaption, .caption");
+  const seen = new Set();
+  const low = [];
+  let checked = 0;
+  const judge = (el, colourText, text) => {
+    const colour = parse(colourText);
+    if (!colour) return;
+    const behind = background(el);
+    const value = ratio(over(colour, behind), behind);
+    checked += 1;
+    if (value < minimum) {
+      low.push(`${el.tagName.toLowerCase()} ${JSON.stringify(text.slice(0, 40))}: ${value.toFixed(2)}:1 ` +
+        `(${hex(over(colour, behind))} on ${hex(behind)})`);
+    }
+  };
+  for (const root of roots) {
+    const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      const el = node.parentElement;
+      if (!el || seen.has(el) || !node.textContent.trim() || !shown(el)) continue;
+      if (el.closest("mjx-container")) continue;  // MathJax's glyphs inherit the colour of the text around them
+      seen.add(el);
+      judge(el, getComputedStyle(el).color, node.textContent.trim());
+    }
+    for (const cell of root.querySelectorAll("td, th")) {
+      const before = getComputedStyle(cell, "::before");
+      const content = before.content;
+      if (!content || content === "none" || content === "normal" || content === '""' || !shown(cell)) continue;
+      judge(cell, before.color, content.replace(/^"|"$/g, ""));
+    }
+  }
+  return {checked, low};
+}
+"""
+
+
+MIN_CONTRAST = 4.5
+"""Smallest contrast ratio a table's text or a caption may have against its background (WCAG 2, level AA)."""
+SCREENSHOT_TILE_PX = 4_000
+"""A page's screenshot is taken in tiles at most this many CSS pixels tall, each with its own timeout, so that
+the time one takes does not grow with the page's length (a full-page shot of the longest chapter timed out
+after 30 s on a slower machine)."""
+SCREENSHOT_TIMEOUT_MS = 30_000
+SCREENSHOT_OVERLAP_PX = 100
+"""Each tile after the first starts this much above the end of the one before: a sticky header (the article's
+header is 48 to 56 px tall) covers the top of every tile but the first."""
+
+
+def _settle(page) -> None:
+    """Wait two frames: a resize, a theme change or a click has been laid out and painted."""
+    page.evaluate("() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))")
+
+
+def _rest(page) -> None:
+    """Leave the page as a reader who stopped tapping: no button focused, the pointer off every button (the
+    theme's tooltips show on focus and hover, and would appear in the screenshots)."""
+    page.evaluate("() => document.activeElement && document.activeElement.blur && document.activeElement.blur()")
+    size = page.viewport_size
+    page.mouse.move(size["width"] // 2, size["height"] - 1)
+
+
+def _check_toggles_on_phone(page, report: PageReport) -> None:
+    """Tap each toggle the theme shows at the phone's width; fail when nothing opens."""
+    from playwright.sync_api import Error as PlaywrightError
+
+    width = page.viewport_size["width"]
+    for key, toggle in TOGGLES.items():
+        page.evaluate("() => window.scrollTo(0, 0)")
+        _settle(page)
+        if not page.evaluate(_MARK_VISIBLE_JS, toggle["button"]):
+            if key == "secondary" and not page.evaluate(_HAS_CONTENTS_JS):
+                continue  # a page without sections has no contents to open, and no button for them
+            report.failures.append(f"at {width} px, {toggle['name']} is not on the screen")
+            continue
+        if page.evaluate(_SHOWN_JS, toggle["opens"]):
+            report.failures.append(f"at {width} px, what {toggle['name']} opens is already shown before a tap")
+            continue
+        report.toggles_tapped += 1
+        try:
+            page.locator("[data-site-check-target]").click(timeout=5_000)
+            page.wait_for_function(_SHOWN_JS, arg=toggle["opens"], timeout=TOGGLE_WAIT_MS)
+            report.toggles_opened += 1
+        except PlaywrightError:
+            report.failures.append(f"at {width} px, tapping {toggle['name']} opens nothing")
+        page.keyboard.press("Escape")  # closes the theme's dialog
+        with contextlib.suppress(PlaywrightError):
+            page.wait_for_function(f"() => !({_DIALOG_OPEN_JS})()", timeout=TOGGLE_WAIT_MS)
+
+
+def _check_sidebar_collapses(page, report: PageReport) -> None:
+    """At the desktop's width ☰ must hide the site navigation (no dialog), and a second click bring it back."""
+    from playwright.sync_api import Error as PlaywrightError
+
+    toggle = TOGGLES["primary"]
+    width = page.viewport_size["width"]
+    report.sidebar_collapses = False
+    page.evaluate("() => window.scrollTo(0, 0)")
+    _settle(page)
+    if not page.evaluate(_MARK_VISIBLE_JS, toggle["button"]):
+        report.failures.append(f"at {width} px, {toggle['name']} is not on the screen")
+        return
+    sidebar = ".bd-sidebar-primary"
+    if not page.evaluate(_SHOWN_JS, sidebar):
+        report.failures.append(f"at {width} px, the site navigation is not shown")
+        return
+    button = page.locator("[data-site-check-target]")
+    try:
+        button.click(timeout=5_000)
+        page.wait_for_function(
+            f"() => !({_SHOWN_JS})({json.dumps(sidebar)}) || ({_DIALOG_OPEN_JS})()", timeout=TOGGLE_WAIT_MS
+        )
+    except PlaywrightError:
+        report.failures.append(f"at {width} px, {toggle['name']} does not collapse the site navigation")
+        return
+    if page.evaluate(_DIALOG_OPEN_JS):
+        report.failures.append(f"at {width} px, {toggle['name']} opens a dialog instead of collapsing the sidebar")
+        page.keyboard.press("Escape")
+        return
+    try:
+        button.click(timeout=5_000)
+        page.wait_for_function(_SHOWN_JS, arg=sidebar, timeout=TOGGLE_WAIT_MS)
+        report.sidebar_collapses = True
+    except PlaywrightError:
+        report.failures.append(f"at {width} px, a second click on {toggle['name']} does not bring the sidebar back")
+
+
+def _check_contrast(page, report: PageReport, mode: str) -> None:
+    """Fail table text and captions under :data:`MIN_CONTRAST` against their background in colour ``mode``."""
+    facts = page.evaluate(_CONTRAST_JS, MIN_CONTRAST)
+    report.contrast_checked[mode] = facts["checked"]
+    report.low_contrast[mode] = facts["low"]
+    if facts["low"]:
+        report.failures.append(
+            f"{len(facts['low'])} texts of tables or captions under {MIN_CONTRAST}:1 contrast in {mode} mode: "
+            + "; ".join(facts["low"][:3])
+        )
+
+
+def _follow_dark_mode(page, report: PageReport) -> None:
+    """Switch the browser to a dark colour scheme; a page that sets a theme (``data-theme``) must follow it."""
+    from playwright.sync_api import Error as PlaywrightError
+
+    page.emulate_media(color_scheme="dark")
+    themed = "() => [undefined, 'dark'].includes(document.documentElement.dataset.theme)"
+    try:
+        page.wait_for_function(themed, timeout=TOGGLE_WAIT_MS)
+    except PlaywrightError:
+        theme = page.evaluate("() => document.documentElement.dataset.theme")
+        report.failures.append(f"the page does not follow the system's dark mode (data-theme stays {theme!r})")
+    _settle(page)
+
+
+def _screenshot(page, directory: Path, stem: str, report: PageReport) -> None:
+    """Save the whole page as ``stem.png`` and, below its first :data:`SCREENSHOT_TILE_PX` pixels, ``stem.part2.png``
+    and on.
+
+    Each tile is the viewport's own picture: the viewport is made one tile tall and scrolled to the tile, so
+    that a tile costs the same on a long page as on a short one. (Playwright's full-page screenshot, even
+    clipped to one tile, took more than 30 s per tile on the 53,000 px of chapter 10 at 390 px on a loaded
+    2-core machine; a viewport tile took 0.3 s.) Sticky elements, such as the article's header, show at the
+    top of every tile, as a reader scrolled there sees them; tiles overlap by :data:`SCREENSHOT_OVERLAP_PX`
+    so that what they cover is in the tile before. A tile that fails (:data:`SCREENSHOT_TIMEOUT_MS`) is noted
+    in ``report.notes``, not a failure: how fast a machine draws a page is not a fact about the site.
+    """
+    from playwright.sync_api import Error as PlaywrightError
+
+    directory.mkdir(parents=True, exist_ok=True)
+    for old in [directory / f"{stem}.png", *directory.glob(f"{glob.escape(stem)}.part*.png")]:
+        old.unlink(missing_ok=True)
+    viewport = page.viewport_size
+    width = viewport["width"]
+    height = page.evaluate("() => document.documentElement.scrollHeight")
+    tile = max(min(SCREENSHOT_TILE_PX, height), 1)
+    page.set_viewport_size({"width": width, "height": tile})
+    try:
+        height = page.evaluate("() => document.documentElement.scrollHeight")
+        step = max(tile - SCREENSHOT_OVERLAP_PX, 1) if height > tile else tile
+        for index, top in enumerate(range(0, max(height - SCREENSHOT_OVERLAP_PX, 1), step)):
+            name = f"{stem}.png" if index == 0 else f"{stem}.part{index + 1}.png"
+            # the last tile: the browser scrolls no further than the end, so the rest sits lower in the view
+            scrolled = page.evaluate(_SCROLL_TO_JS, top)
+            clip = {"x": 0, "y": top - scrolled, "width": width, "height": min(tile, height - top)}
+            try:
+                page.screenshot(path=str(directory / name), clip=clip, timeout=SCREENSHOT_TIMEOUT_MS)
+            except PlaywrightError as error:
+                report.notes.append(f"screenshot {name} not taken: {error.message.splitlines()[0]}")
+    finally:
+        page.set_viewport_size(viewport)
+        page.evaluate(_SCROLL_TO_JS, 0)
+
+
+_SCROLL_TO_JS = """(top) => {
+  window.scrollTo({top, left: 0, behavior: "instant"});
+  return window.scrollY;
+}"""
+
+
 _FILE_NAME_ALT = re.compile(r"\S*\.(png|jpe?g|gif|svg|webp|avif)|\S*/\S*|[0-9a-f]{12,}", re.IGNORECASE)
 
 
@@ -430,6 +823,7 @@ def check_pages(
     search_word: str | None = None,
     required_ids: dict[str, frozenset[str]] | None = None,
     phone_width: int | None = PHONE_WIDTH,
+    toggles: bool = False,
 ) -> tuple[list[PageReport], list[str]]:
     """Visit ``pages`` (paths relative to ``html_dir``) in Chromium; return a report per page and site-wide failures.
 
@@ -438,7 +832,12 @@ def check_pages(
     given, is searched for on ``search.html`` and must give at least one result. ``required_ids`` maps a
     page to the element ids it must hold (the entries of the API reference: :func:`reference_ids`).
     ``phone_width``: after the desktop pass (1280 px), each page is resized to this width and must not be
-    wider than it (``None``: no phone pass).
+    wider than it, show no formula cut off or reaching past the screen without a box that scrolls, and no
+    table wider than its box (``None``: no phone pass). At that width the text of tables and captions must
+    have a contrast of :data:`MIN_CONTRAST` against its background, in the light colour scheme and then in the
+    dark one, which a page that sets a theme must follow. ``toggles``: the page must have the theme's two
+    toggles working: at 1280 px ☰ collapses the site navigation and brings it back; at the phone's width
+    tapping ☰ and the contents button each opens its sidebar (:data:`TOGGLES`).
     """
     from playwright.sync_api import Error as PlaywrightError
     from playwright.sync_api import sync_playwright
@@ -517,13 +916,29 @@ def check_pages(
                     report.failures.append("no download link to the notebook")
             shot_name = page_path.replace("/", "__").removesuffix(".html")
             if screenshot_dir is not None:
-                screenshot_dir.mkdir(parents=True, exist_ok=True)
-                page.screenshot(path=str(screenshot_dir / f"{shot_name}.png"), full_page=True)
+                _screenshot(page, screenshot_dir, shot_name, report)
+            if toggles:
+                _check_sidebar_collapses(page, report)
+                _rest(page)
             if phone_width is not None:
                 page.set_viewport_size({**PHONE_VIEWPORT, "width": phone_width})
                 _judge_phone(report, page.evaluate(_PHONE_FACTS_JS))
+                _judge_phone_content(
+                    report, page.evaluate(_MATH_OVERFLOW_JS), page.evaluate(_WIDE_TABLES_JS), phone_width
+                )
+                _check_contrast(page, report, "light")
                 if screenshot_dir is not None:
-                    page.screenshot(path=str(screenshot_dir / f"{shot_name}@{phone_width}.png"), full_page=True)
+                    _screenshot(page, screenshot_dir, f"{shot_name}@{phone_width}", report)
+                if toggles:
+                    _check_toggles_on_phone(page, report)
+                    _rest(page)
+                _follow_dark_mode(page, report)
+                _check_contrast(page, report, "dark")
+                if screenshot_dir is not None:
+                    _screenshot(page, screenshot_dir, f"{shot_name}@{phone_width}.dark", report)
+                    page.set_viewport_size(DESKTOP_VIEWPORT)
+                    _settle(page)
+                    _screenshot(page, screenshot_dir, f"{shot_name}.dark", report)
             page.context.close()
             reports.append(report)
 
@@ -597,6 +1012,20 @@ def _judge_phone(report: PageReport, facts: dict) -> None:
         report.failures.append(
             f"{facts['width']} px wide at a {facts['viewport']} px viewport (scrolls sideways); widest element: "
             f"{widest.get('element')} reaching {widest.get('right')} px ({widest.get('text', '')!r})"
+        )
+
+
+def _judge_phone_content(report: PageReport, math: list[str], tables: list[str], width: int) -> None:
+    """Fail a page whose formulas a phone cuts off, or whose tables scroll sideways, at the phone's width."""
+    report.math_overflow, report.wide_tables = math, tables
+    if math:
+        report.failures.append(
+            f"{len(math)} formulas at {width} px cut off or past the screen, with no box that scrolls: "
+            + "; ".join(math[:3])
+        )
+    if tables:
+        report.failures.append(
+            f"{len(tables)} tables wider than their box at {width} px (columns out of sight): " + "; ".join(tables[:3])
         )
 
 
@@ -677,6 +1106,10 @@ def format_table(reports: list[PageReport]) -> str:
         "no alt",
         "wide code (output)",
         f"{PHONE_WIDTH} px: width",
+        "math cut",
+        "wide tables",
+        "low contrast (light, dark)",
+        "toggles: collapse, opened/tapped",
         "links (anchors)",
         "external",
         "icon",
@@ -693,6 +1126,13 @@ def format_table(reports: list[PageReport]) -> str:
             str(len(r.images_without_alt)),
             f"{len(r.wide_code)} ({r.wide_output})",
             "-" if r.phone_width is None else str(r.phone_width),
+            str(len(r.math_overflow)),
+            str(len(r.wide_tables)),
+            ", ".join(
+                f"{len(r.low_contrast.get(mode, []))}/{r.contrast_checked.get(mode, 0)}" for mode in ("light", "dark")
+            ),
+            ("-" if r.sidebar_collapses is None else "ok" if r.sidebar_collapses else "no")
+            + f", {r.toggles_opened}/{r.toggles_tapped}",
             f"{r.links_checked} ({r.anchors_checked})",
             str(r.external_links),
             "ok" if r.icon_ok else "missing",
@@ -708,9 +1148,11 @@ def format_table(reports: list[PageReport]) -> str:
 
 # --- Search: every result with an excerpt of the page's text, one search box ----------------------------
 
-SEARCH_WORDS = ("YaRN", "interleaved", "rotary")
-"""Words the search pass looks up: one only the later chapters use, one the early chapters use too, and one
-whose stem ("rotari") occurs nowhere literally, which left Sphinx's excerpts showing the download menu ("....ipynb")."""
+SEARCH_WORDS = ("YaRN", "interleaved", "rotary", "wavelength", "10000")
+"""Words the search pass looks up: one only the later chapters use, one the early chapters use too, one whose
+stem ("rotari") occurs nowhere literally, which left Sphinx's excerpts showing the download menu ("....ipynb"),
+one that stands next to formulas on most of its pages (their excerpts showed raw LaTeX), and a number, the
+sinusoid's base, which Sphinx's query parser dropped (a number alone found nothing)."""
 
 # Sphinx's searchtools.js appends the excerpt (``p.context``) once its fetch of the result's page returns, after
 # the list is complete; the pass waits for every item to have one (or for the timeout, then reports the rest).
@@ -731,6 +1173,12 @@ _VISIBLE_SEARCH_INPUTS_JS = """() => [...document.querySelectorAll(
 # download menu, or raw notebook JSON) or a row of dots.
 _MIN_EXCERPT_LETTERS = 40
 _NOT_PROSE = re.compile(r"\.ipynb|\"cell_type\"|^[.\s]*$")
+# LaTeX a formula's source leaves in an excerpt: MathJax's delimiters, or a command of the kinds the chapters'
+# formulas use (a backslash in code, such as "\n", is not one of them).
+_RAW_LATEX = re.compile(
+    r"\\[()\[\]]|\\(?:frac|sum|prod|sqrt|math[a-z]*|text|operatorname|left|right|cdot|times|theta|omega|alpha|"
+    r"beta|Delta|lambda|pi|sigma|ln|log|exp|sin|cos|approx|le|ge|ell|dots|ldots|quad|begin|end)(?![A-Za-z])"
+)
 
 
 @dataclass
@@ -754,6 +1202,9 @@ def excerpt_problem(excerpt: str | None) -> str | None:
     text = " ".join(excerpt.split())
     if _NOT_PROSE.search(text):
         return f"excerpt is not prose: {text[:60]!r}"
+    latex = _RAW_LATEX.search(text)
+    if latex:
+        return f"excerpt shows raw LaTeX ({latex.group()!r}): {text[max(latex.start() - 30, 0) : latex.end() + 30]!r}"
     if sum(character.isalpha() for character in text) < _MIN_EXCERPT_LETTERS:
         return f"excerpt too short: {text!r}"
     return None
@@ -839,6 +1290,7 @@ def main(argv: list[str] | None = None) -> int:
         notebooks=notebooks,
         search_word=args.search_word,
         required_ids=required_ids,
+        toggles=True,
     )
     print(format_table(reports))
     total = (
@@ -846,6 +1298,17 @@ def main(argv: list[str] | None = None) -> int:
         f"elements typeset, {sum(r.images_decoded for r in reports)}/{sum(r.images for r in reports)} images decoded, "
         f"{sum(len(r.images_without_alt) for r in reports)} images without a real alt text, "
         f"{sum((r.phone_width or 0) > PHONE_WIDTH for r in reports)} pages wider than {PHONE_WIDTH} px, "
+        f"{sum(len(r.math_overflow) for r in reports)} formulas cut off and {sum(len(r.wide_tables) for r in reports)} "
+        f"tables wider than their box at {PHONE_WIDTH} px, "
+        + ", ".join(
+            f"{sum(len(r.low_contrast.get(mode, [])) for r in reports)} of "
+            f"{sum(r.contrast_checked.get(mode, 0) for r in reports)} table and caption texts under {MIN_CONTRAST}:1 "
+            f"in {mode} mode"
+            for mode in ("light", "dark")
+        )
+        + f", ☰ collapses the sidebar at {DESKTOP_VIEWPORT['width']} px on "
+        f"{sum(bool(r.sidebar_collapses) for r in reports)} pages, {sum(r.toggles_opened for r in reports)} of "
+        f"{sum(r.toggles_tapped for r in reports)} toggles tapped at {PHONE_WIDTH} px opened their sidebar, "
         f"{sum(len(r.wide_code) for r in reports)} visible code blocks and {sum(r.wide_output for r in reports)} "
         f"output blocks wider than their box at {DESKTOP_VIEWPORT['width']} px, "
         f"{sum(r.links_checked for r in reports)} internal links checked ({sum(r.anchors_checked for r in reports)} "
@@ -853,6 +1316,9 @@ def main(argv: list[str] | None = None) -> int:
         f"{len(required_ids)} pages; screenshots in {args.screenshots}"
     )
     print(total)
+    for report in reports:
+        for note in report.notes:
+            print(f"note {report.page}: {note}")
     failed = [r for r in reports if not r.ok]
     for report in failed:
         print(f"\nFAIL {report.page}:")

@@ -45,3 +45,16 @@ def test_every_entry_is_cited_by_a_page():
 def test_the_citation_pattern_finds_every_form():
     assert cited_keys("{cite:t}`a` and {cite:p}`b, c` and {cite}`d`") == {"a", "b", "c", "d"}
     assert cited_keys("cite into it with `{cite:t}` or `{cite:p}`.") == set()
+
+
+def test_no_entry_holds_latex_math_which_the_bibliography_page_would_show_raw():
+    """The bibliography page is not typeset by MathJax, and pybtex keeps a field's ``$...$`` as text (it showed
+    ``$B_m,\\theta = \\sum _i \\cos (m\\theta _i)$``): a formula in a field is written in Unicode instead."""
+    entries = parse_file(BIB).entries
+    with_math = sorted(
+        f"{key}.{name}"
+        for key, entry in entries.items()
+        for name, value in entry.fields.items()
+        if "$" in value or re.search(r"\\(?!_|#|&|%)[A-Za-z]+", value)
+    )
+    assert with_math == [], f"fields of {BIB.name} with LaTeX math or commands: {with_math}"

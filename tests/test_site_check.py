@@ -11,6 +11,7 @@ import sysconfig
 from pathlib import Path
 
 import pytest
+import site_check
 from site_check import CHROMIUM, PHONE_WIDTH, alt_text_problem, check_pages, check_search, format_table
 
 pytestmark = pytest.mark.browser
@@ -30,14 +31,34 @@ def page(body, head=""):
     return f"<!doctype html><html><head><meta charset='utf-8'><title>t</title>{head}</head><body>{body}</body></html>"
 
 
+# Dark mode for a page that follows the system's colour scheme, as the book's theme does.
+DARK_PAGE = "<style>@media (prefers-color-scheme: dark) { body { background: #14181e; color: #ced6dd } }</style>"
+# A formula far wider than a phone: 30 terms.
+LONG_TEX = " + ".join(f"a_{{{i}}}" for i in range(1, 31))
+# A table with six columns of long cells: wider than a phone's column.
+WIDE_TABLE = (
+    "<table><caption>The rotary implementations.</caption><thead><tr>"
+    + "".join(f"<th>property number {i}</th>" for i in range(6))
+    + "</tr></thead><tbody>"
+    + "".join(
+        "<tr>" + "".join(f"<td>{'pass 1.9e-05' if i else f'library {row}: function'}</td>" for i in range(6)) + "</tr>"
+        for row in range(3)
+    )
+    + "</tbody></table>"
+)
+# pydata-sphinx-theme's table style (any-screen.css): a table is a block that scrolls inside its own box.
+TABLE_BOX = "<style>table { display: block; max-width: 100%; overflow-x: auto }</style>"
+
 SITE = {
     "good.html": page(
         '<nav><a href="target.html">contents</a></nav><article id="top">'
         '<p>Inline <span class="math notranslate nohighlight">\\(x^2 + 1\\)</span></p>'
         '<div class="math notranslate nohighlight">\\[\\sin(\\omega t)\\]</div>'
         '<img src="pixel.png" alt="pixel"> <a href="target.html#here">there</a> <a href="#top">up</a>'
-        ' <a href="https://example.org/paper">a cited paper, inside the article</a></article>',
-        MATHJAX_TAGS,
+        ' <a href="https://example.org/paper">a cited paper, inside the article</a>'
+        "<table><caption>Loss in nats</caption><thead><tr><th>scheme</th><th>loss</th></tr></thead>"
+        "<tbody><tr><td>rotary</td><td>1.53</td></tr></tbody></table></article>",
+        MATHJAX_TAGS + DARK_PAGE,
     ),
     "target.html": page('<article><h1 id="here">Here</h1></article>'),
     "broken_image.html": page('<article><img src="missing.png" alt="gone"></article>'),
@@ -56,10 +77,39 @@ SITE = {
     # Phone width: a fixed-width box, and a heading with a word too long to break, scroll the page sideways.
     "too_wide.html": page('<article><p>fits</p><div class="wide-box" style="width:700px">700 px</div></article>'),
     "long_heading.html": page(f"<article><h1 id='long'>{'Positional' * 12}</h1></article>"),
-    # ... but a wide table inside a box that scrolls on its own (what the book's CSS does) does not.
+    # ... but a wide block inside a box that scrolls on its own (what the book's CSS does for code) does not.
     "wide_in_own_box.html": page(
-        '<article><div style="overflow-x:auto"><table style="width:900px"><tr><td>wide</td></tr></table></div>'
+        '<article><div style="overflow-x:auto"><div style="width:900px">wide</div></div>'
         '<img src="pixel.png" alt="A one-pixel test image."></article>'
+    ),
+    # A table too wide for a phone, in its own scrolling box: the page fits, but the reader sees two of its
+    # six columns and no sign of the others.
+    "wide_table.html": page(f"<article>{WIDE_TABLE}</article>", TABLE_BOX),
+    # An inline formula wider than the line, clipped as pydata-sphinx-theme's span.math clips it
+    # (inline-flex, max-width 100%, overflow hidden): the end of the formula is cut off.
+    "math_cut.html": page(
+        '<article><p>The sum <span class="math" style="display:inline-flex;max-width:100%;overflow:hidden">'
+        f"\\({LONG_TEX}\\)</span> is long.</p></article>",
+        MATHJAX_TAGS,
+    ),
+    # ... and the same formula as display math in a box that scrolls, which a reader can scroll: it passes.
+    "math_scrolls.html": page(
+        f'<article><div class="math" style="max-width:100%;overflow-x:auto">\\[{LONG_TEX}\\]</div></article>',
+        MATHJAX_TAGS,
+    ),
+    # Contrast: a grey caption on light grey (2.5:1) in either colour scheme ...
+    "contrast_light.html": page(
+        '<article><table><caption style="color:#999;background:#eee">Loss in nats</caption>'
+        "<tbody><tr><td>rotary</td></tr></tbody></table></article>"
+    ),
+    # ... a table readable in light mode whose text is dark grey on the dark page in dark mode (1.4:1) ...
+    "contrast_dark.html": page(
+        "<article><table><tbody><tr><td>FAIL 1.4e+00</td></tr></tbody></table></article>",
+        "<style>@media (prefers-color-scheme: dark) { body { background: #14181e } td { color: #444 } }</style>",
+    ),
+    # ... and a page that sets its theme to light and keeps it when the system turns dark.
+    "theme_stuck_light.html": page("<article><p>always light</p></article>").replace(
+        "<html>", '<html data-theme="light">'
     ),
     # Images whose alt text a screen reader would read as a file name, or not at all.
     "alt_missing.html": page('<article><img src="pixel.png"></article>'),
@@ -99,6 +149,11 @@ REQUIRED_IDS = {
 
 # page -> a phrase that must appear among its failures
 EXPECTED_FAILURE = {
+    "wide_table.html": "1 tables wider than their box at 390 px (columns out of sight): ",
+    "math_cut.html": "1 formulas at 390 px cut off or past the screen, with no box that scrolls: inline math is cut",
+    "contrast_light.html": 'texts of tables or captions under 4.5:1 contrast in light mode: caption "Loss in nats"',
+    "contrast_dark.html": 'texts of tables or captions under 4.5:1 contrast in dark mode: td "FAIL 1.4e+00"',
+    "theme_stuck_light.html": "the page does not follow the system's dark mode (data-theme stays 'light')",
     "broken_image.html": "local request failed: 404 /missing.png",
     "broken_anchor.html": "missing anchor #nowhere",
     "broken_link.html": "broken link",
@@ -335,3 +390,230 @@ def test_a_collapsed_wide_code_block_passes_and_a_wide_output_fails(site):
     assert report.ok, report.failures
     assert report.wide_code == [] and report.wide_output == 0
     assert reports["wide_output.html"].wide_output == 1
+
+
+# --- What a reader does: the toggles, the math and tables on a phone, contrast in light and dark mode -------
+
+
+def test_the_clean_page_has_its_table_and_caption_measured_in_both_colour_schemes(site):
+    reports, _ = site
+    good = reports["good.html"]
+    # the caption and the four cells, in light mode and in dark mode
+    assert good.contrast_checked == {"light": 5, "dark": 5} and good.low_contrast == {"light": [], "dark": []}
+    assert good.math_overflow == [] and good.wide_tables == []
+
+
+def test_a_formula_in_a_box_that_scrolls_passes_and_a_dark_mode_fault_is_not_a_light_mode_one(site):
+    reports, _ = site
+    assert reports["math_scrolls.html"].ok, reports["math_scrolls.html"].failures
+    dark_only = reports["contrast_dark.html"]
+    assert dark_only.low_contrast["light"] == [] and len(dark_only.low_contrast["dark"]) == 1
+    assert dark_only.low_contrast["dark"][0].startswith('td "FAIL 1.4e+00": 1.'), dark_only.low_contrast
+
+
+REPOSITORY = Path(__file__).resolve().parent.parent
+
+
+def test_a_wide_table_passes_once_the_books_script_shows_it_as_cards(tmp_path):
+    """_static/narrow-tables.js and .css, as the book ships them: the same six-column table fits a phone."""
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} is missing: install it with `apt-get install -y chromium` (see README.md)")
+    for name in ("narrow-tables.js", "narrow-tables.css"):
+        (tmp_path / name).write_text((REPOSITORY / "_static" / name).read_text())
+    head = TABLE_BOX + '<link rel="stylesheet" href="narrow-tables.css"><script src="narrow-tables.js"></script>'
+    (tmp_path / "stacked.html").write_text(page(f'<article class="bd-article">{WIDE_TABLE}</article>', head))
+    (tmp_path / "favicon.ico").write_bytes(PIXEL_PNG)
+    (report,), _ = check_pages(tmp_path, ["stacked.html"])
+    assert report.ok and report.wide_tables == [], report.failures
+
+
+# A page laid out as pydata-sphinx-theme 0.17 and sphinx-book-theme lay out the book: a sidebar of links on
+# either side, shown beside the article on a wide screen and opened as a modal <dialog> by a toggle on a
+# narrow one; on a wide screen ☰ collapses the left sidebar. Like the themes, the script binds each handler
+# to the first button of its class in the page. With a second, hidden pair of buttons before the visible
+# ones (the theme's navbar), the visible ones get no handler: the dead toggles of the book's phone pages.
+TOGGLE_PAGE = """<style>
+  .layout {{ display: flex }} main {{ flex: 1 }}
+  .bd-sidebar-primary {{ width: 250px }} .bd-sidebar-secondary {{ width: 200px }}
+  dialog {{ width: 300px }} .navbar-toggle {{ display: none }} .pst-sidebar-hidden {{ display: none }}
+  @media (max-width: 991px) {{ .bd-sidebar-primary {{ display: none }} }}
+  @media (max-width: 1199px) {{ .bd-sidebar-secondary {{ display: none }} }}
+  @media (min-width: 1200px) {{ .secondary-toggle {{ display: none }} }}
+</style>
+{navbar}
+<div class="layout">
+  <dialog id="pst-primary-sidebar-modal"></dialog>
+  <div id="pst-primary-sidebar" class="bd-sidebar-primary"><a href="target.html">Chapter 1</a></div>
+  <main>
+    <div><button class="primary-toggle">☰</button> <button class="secondary-toggle">Contents</button></div>
+    <article id="top"><h1>A chapter</h1><p>Text.</p></article>
+  </main>
+  <dialog id="pst-secondary-sidebar-modal"></dialog>
+  <div id="pst-secondary-sidebar" class="bd-sidebar-secondary"><a href="#top">A chapter</a></div>
+</div>
+<script>
+  const bind = (toggle, dialog, sidebar, collapses) => toggle.addEventListener("click", () => {{
+    if (collapses && matchMedia("(min-width: 992px)").matches) {{
+      sidebar.classList.toggle("pst-sidebar-hidden");
+      return;
+    }}
+    dialog.append(...sidebar.childNodes);
+    dialog.showModal();
+    dialog.addEventListener("close", () => sidebar.append(...dialog.childNodes), {{once: true}});
+  }});
+  const byId = (id) => document.getElementById(id);
+  bind(document.querySelector(".primary-toggle"), byId("pst-primary-sidebar-modal"), byId("pst-primary-sidebar"), true);
+  bind(document.querySelector(".secondary-toggle"), byId("pst-secondary-sidebar-modal"),
+       byId("pst-secondary-sidebar"), false);
+</script>"""
+HIDDEN_NAVBAR = '<header><button class="primary-toggle navbar-toggle">☰</button>' + (
+    '<button class="secondary-toggle navbar-toggle">Contents</button></header>'
+)
+
+
+@pytest.fixture(scope="module")
+def toggle_reports(tmp_path_factory):
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} is missing: install it with `apt-get install -y chromium` (see README.md)")
+    root = tmp_path_factory.mktemp("toggles")
+    (root / "working.html").write_text(page(TOGGLE_PAGE.format(navbar="")))
+    (root / "dead.html").write_text(page(TOGGLE_PAGE.format(navbar=HIDDEN_NAVBAR)))
+    (root / "target.html").write_text(page("<article>Chapter 1</article>"))
+    (root / "favicon.ico").write_bytes(PIXEL_PNG)
+    reports, _ = check_pages(root, ["working.html", "dead.html"], toggles=True)
+    print(format_table(reports))
+    return {report.page: report for report in reports}
+
+
+def test_toggles_that_open_their_sidebars_pass(toggle_reports):
+    working = toggle_reports["working.html"]
+    assert working.ok, working.failures
+    assert (working.sidebar_collapses, working.toggles_tapped, working.toggles_opened) == (True, 2, 2)
+
+
+def test_toggles_bound_to_the_hidden_navbar_buttons_fail_on_a_phone_and_a_desktop(toggle_reports):
+    dead = toggle_reports["dead.html"]
+    assert (dead.sidebar_collapses, dead.toggles_tapped, dead.toggles_opened) == (False, 2, 0)
+    assert dead.failures == [
+        "at 1280 px, the site navigation button (☰) does not collapse the site navigation",
+        f"at {PHONE_WIDTH} px, tapping the site navigation button (☰) opens nothing",
+        f"at {PHONE_WIDTH} px, tapping the contents button opens nothing",
+    ]
+
+
+# --- Screenshots: in tiles, and never a failure of the site --------------------------------------------------
+
+
+def png_size(path):
+    header = path.read_bytes()[:24]
+    assert header[:8] == b"\x89PNG\r\n\x1a\n" and header[12:16] == b"IHDR"
+    return int.from_bytes(header[16:20], "big"), int.from_bytes(header[20:24], "big")
+
+
+def test_a_long_page_is_photographed_in_tiles_of_bounded_height(tmp_path):
+    """A page 9,000 px tall gives three tiles (4,000 px, 4,000 px starting 100 px above the end of the first,
+    and the rest), at 1280 and 390 px and in dark mode too, so that no single screenshot grows with the page
+    (issue 29: chapter 10's full-page shot timed out)."""
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} is missing: install it with `apt-get install -y chromium` (see README.md)")
+    (tmp_path / "tall.html").write_text(page('<article><div style="height:9000px">tall</div></article>'))
+    (tmp_path / "favicon.ico").write_bytes(PIXEL_PNG)
+    shots = tmp_path / "shots"
+    (report,), _ = check_pages(tmp_path, ["tall.html"], screenshot_dir=shots)
+    assert report.ok and report.notes == [], (report.failures, report.notes)
+    for stem, width in (("tall", 1280), ("tall.dark", 1280), ("tall@390", 390), ("tall@390.dark", 390)):
+        sizes = [png_size(shots / f"{stem}{part}.png") for part in ("", ".part2", ".part3")]
+        assert [w for w, _ in sizes] == [width] * 3 and [h for _, h in sizes[:2]] == [4000, 4000], (stem, sizes)
+        # the page (9,000 px and the body's margins) once, and the two overlaps of 100 px
+        assert 9200 <= sum(h for _, h in sizes) < 9300 and not (shots / f"{stem}.part4.png").exists()
+
+
+def test_a_screenshot_that_times_out_is_a_note_not_a_failure_of_the_page(tmp_path, monkeypatch):
+    """How fast a machine draws a page is not a fact about the site: a tile that times out (here every tile,
+    with a 1 ms limit) is reported as a note, and the page is judged on everything else."""
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} is missing: install it with `apt-get install -y chromium` (see README.md)")
+    monkeypatch.setattr(site_check, "SCREENSHOT_TIMEOUT_MS", 1)
+    (tmp_path / "plain.html").write_text(page("<article><p>A page.</p></article>"))
+    (tmp_path / "favicon.ico").write_bytes(PIXEL_PNG)
+    (report,), _ = check_pages(tmp_path, ["plain.html"], screenshot_dir=tmp_path / "shots")
+    assert report.ok, report.failures
+    assert len(report.notes) == 4 and all("not taken" in note and "Timeout 1ms" in note for note in report.notes)
+
+
+# --- Search excerpts without LaTeX ---------------------------------------------------------------------------
+
+
+def test_a_search_excerpt_with_raw_latex_fails(tmp_path):
+    latex = "the angle \\(m\\theta_i\\) of pair i grows with the position m, at a rate the base of the frequencies sets"
+    report = _search_site(tmp_path, [("Rotary", latex)], '<input type="search">')
+    (failure,) = report.failures
+    assert failure.startswith("search for 'YaRN', result 'Rotary': excerpt shows raw LaTeX ('\\\\('): 'the angle")
+
+
+def test_the_books_search_excerpts_write_formulas_as_text(tmp_path):
+    """_static/search-excerpts.js, given a page whose text holds formulas as MathJax's LaTeX source, makes an
+    excerpt without LaTeX."""
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} is missing: install it with `apt-get install -y chromium` (see README.md)")
+    from playwright.sync_api import sync_playwright
+
+    (tmp_path / "search-excerpts.js").write_text((REPOSITORY / "_static" / "search-excerpts.js").read_text())
+    # Sphinx's searchtools.js defines the global Search; the script replaces its makeSearchSummary.
+    (tmp_path / "search.html").write_text(
+        page("", '<script>var Search = {};</script><script src="search-excerpts.js"></script>')
+    )
+    result = (
+        '<article class="bd-article"><p>Pair <span class="math">\\(i\\)</span> turns at '
+        '<span class="math">\\(\\omega_i = 10000^{-2i/d_{model}}\\)</span> radians per position, and the ratio is</p>'
+        '<div class="math">\\[\\frac{0.1\\,\\mathrm{mscale} \\ln s + 1}'
+        "{0.1\\,\\mathrm{mscale\\_all\\_dim} \\ln s + 1}\\]</div>"
+        "</article>"
+    )
+    with site_check.LocalServer(tmp_path) as server, sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=site_check.CHROMIUM_ARGS)
+        tab = browser.new_page()
+        tab.goto(f"{server.origin}/search.html?q=radians", wait_until="load")
+        excerpt = tab.evaluate("(html) => Search.makeSearchSummary(html, ['radian'], '').textContent", result)
+        browser.close()
+    assert excerpt == (
+        "Pair i turns at ω_i = 10000^-2i/d_model radians per position, and the ratio is "
+        "(0.1 mscale ln s + 1)/(0.1 mscale_all_dim ln s + 1)"
+    )
+    assert site_check.excerpt_problem(excerpt) is None
+
+
+SPHINX_STATIC = Path(sysconfig.get_paths()["purelib"]) / "sphinx" / "themes" / "basic" / "static"
+
+
+def test_a_number_typed_alone_is_searched_for(tmp_path):
+    """Sphinx's own query parser (searchtools.js, as the book's search page loads it) drops a term made of
+    digits alone; with the book's search-excerpts.js the number is among the terms searched for."""
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} is missing: install it with `apt-get install -y chromium` (see README.md)")
+    from playwright.sync_api import sync_playwright
+
+    for name in ("doctools.js", "searchtools.js"):
+        (tmp_path / name).write_text((SPHINX_STATIC / name).read_text())
+    (tmp_path / "search-excerpts.js").write_text((REPOSITORY / "_static" / "search-excerpts.js").read_text())
+    # what language_data.js, sphinx_highlight.js and documentation_options.js define for searchtools.js
+    stubs = (
+        "<script>var stopwords = []; var Stemmer = function () { this.stemWord = (word) => word; };"
+        "var SPHINX_HIGHLIGHT_ENABLED = false; var DOCUMENTATION_OPTIONS = {};</script>"
+    )
+    scripts = {
+        "sphinx.html": ["doctools.js", "searchtools.js"],
+        "book.html": ["doctools.js", "search-excerpts.js", "searchtools.js"],  # the order of the book's pages
+    }
+    terms = {}
+    with site_check.LocalServer(tmp_path) as server, sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=site_check.CHROMIUM_ARGS)
+        for page_name, sources in scripts.items():
+            tags = "".join(f'<script src="{source}"></script>' for source in sources)
+            (tmp_path / page_name).write_text(page("", stubs + tags))
+            tab = browser.new_page()
+            tab.goto(f"{server.origin}/{page_name}", wait_until="load")
+            terms[page_name] = tab.evaluate("() => [...Search._parseQuery('131072 rotary')[1]].sort()")
+            tab.close()
+        browser.close()
+    assert terms == {"sphinx.html": ["rotary"], "book.html": ["131072", "rotary"]}

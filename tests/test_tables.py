@@ -57,8 +57,30 @@ def test_in_html_a_number_never_breaks_and_a_long_name_breaks_only_after_dots_an
     assert "RotaryEmbedding.<wbr>rotate_<wbr>queries_<wbr>or_<wbr>keys" in page
     assert ">nn.RoPE<" in page
     # the numbers are kept whole: a line may not break at the minus of an exponent or inside a range
-    assert 'pass <span style="white-space: nowrap">1.9e-05</span>' in page
+    assert 'pass</span> <span style="white-space: nowrap">1.9e-05</span>' in page
     assert '<span style="white-space: nowrap">2.13 (2.09–2.17)</span>' in page
-    # the text a reader selects is the cell's, tags removed
+    # the text a reader selects is the cell's, tags (and a verdict's symbol) removed
+    page = re.sub(r'<span aria-hidden="true">.*?</span>', "", page)
     cells = [re.sub(r"<[^>]+>", "", cell) for cell in re.findall(r"<td[^>]*>(.*?)</td>", page)]
     assert cells == ["RotaryEmbedding.rotate_queries_or_keys", "pass 1.9e-05", "nn.RoPE", "2.13 (2.09–2.17)"]
+
+
+def test_a_failure_is_marked_by_a_symbol_and_bold_type_as_well_as_colour():
+    """In dark mode the audit's FAIL looked like a pass: its colour was its only mark. A verdict that begins a
+    cell now carries a symbol and (for a failure) bold type; the word itself and the number after it stay."""
+    table = Table(
+        ["implementation", "angles (rad)"], [["a: f", "FAIL 1.4e+00"], ["b: g", "pass 1.9e-05"], ["c", "n/a"]]
+    )
+    page = table._repr_html_()
+    fail, passed, absent = re.findall(r"<td[^>]*>(.*?)</td>", page)[1::2]
+    assert re.fullmatch(
+        r'<strong class="[^"]*posenc-fail[^"]*"><span aria-hidden="true">✗ </span>FAIL</strong> .*', fail
+    )
+    assert re.fullmatch(r'<span class="[^"]*posenc-pass[^"]*"><span aria-hidden="true">✓ </span>pass</span> .*', passed)
+    assert absent == "n/a"
+    # the words and numbers a reader selects or a screen reader reads, symbols and tags removed
+    text = [re.sub(r"<[^>]+>", "", re.sub(r'<span aria-hidden="true">.*?</span>', "", cell)) for cell in (fail, passed)]
+    assert text == ["FAIL 1.4e+00", "pass 1.9e-05"]
+    # a verdict only where it begins the cell, and the plain-text form is unchanged
+    assert "posenc-fail" not in Table(["a"], [["no FAIL here"]])._repr_html_()
+    assert repr(table).splitlines()[1] == "a: f            FAIL 1.4e+00"

@@ -4,12 +4,16 @@ A chapter draws with pyplot and ends a figure cell with :func:`show` (not ``plt.
 whose text would be too small to read on a phone, or whose PNG would be blurry on a desktop's 2x screen.
 
 The legibility rule. The theme shows a figure at the width of its column: :data:`DISPLAY_WIDTH_PX` (672) CSS
-pixels on a desktop, :data:`PHONE_DISPLAY_WIDTH_PX` (342) on a 390 px phone. A font of ``s`` points in a figure
-``w`` inches wide (as saved: trimmed to its drawing, plus the padding) is then ``s / 72 * 342 / w`` CSS pixels
-tall on the phone, and every text must reach :data:`MIN_TEXT_PX` (8.5): at the book's 12 pt that allows a
-saved figure up to 6.7 inches wide (a 7-inch ``figsize`` trimmed to its drawing), so wider multi-panel figures
-stack their panels instead. (342 px is what Chromium shows at a 390 px viewport; a desktop shows the same figure
-at 672 px, where 8.5 px becomes 16.7 px, the size of the body text.)
+pixels on a desktop, :data:`PHONE_DISPLAY_WIDTH_PX` (342) on a 390 px phone. A font of ``s`` points in a
+figure ``w`` inches wide (as saved: trimmed to its drawing, plus the padding) is then ``s / 72 * 342 / w``
+CSS pixels on the phone, the unit of a CSS ``font-size``, and every text must reach :data:`MIN_TEXT_PX` (9).
+The sizes are the ones the figure really draws: :func:`drawn_text_sizes` draws it and records each text the
+renderer is asked to draw, with its font size (tick labels outside the axes' limits are not drawn, and not
+counted). As in CSS, the size of a text is its font size: the sub- and superscripts of a mathematical label
+(the 3 of a log axis's :math:`10^3`) are set smaller, at 0.7 of it, as a browser sets ``<sub>``. At the
+book's 13 pt a figure may be up to 6.86 inches wide as saved (a 7-inch ``figsize`` trimmed to its drawing);
+wider multi-panel figures stack their panels instead. (342 px is what Chromium shows at a 390 px viewport;
+a desktop shows the same figure at 672 px, where 9 px becomes 17.7 px, about the size of the body text.)
 """
 
 from __future__ import annotations
@@ -17,8 +21,9 @@ from __future__ import annotations
 import matplotlib as mpl
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.backend_bases import RendererBase
+from matplotlib.backends.backend_agg import RendererAgg
 from matplotlib.figure import Figure
-from matplotlib.text import Text
 
 __all__ = [
     "BOOK_STYLE",
@@ -26,6 +31,7 @@ __all__ = [
     "MIN_TEXT_PX",
     "PHONE_DISPLAY_WIDTH_PX",
     "check_figure",
+    "drawn_text_sizes",
     "heatmap",
     "show",
     "shown_width_inches",
@@ -39,8 +45,8 @@ DISPLAY_WIDTH_PX = 672
 PHONE_DISPLAY_WIDTH_PX = 342
 """Width, in CSS pixels, at which the theme shows a figure on a phone 390 px wide (measured in Chromium)."""
 
-MIN_TEXT_PX = 8.5
-"""Smallest font size, in CSS pixels, that a figure's text may have on that phone (about 6.4 pt in print)."""
+MIN_TEXT_PX = 9.0
+"""Smallest font size, in CSS pixels (a CSS ``font-size``), that a figure's text may have on that phone."""
 
 BOOK_STYLE = {
     "figure.figsize": (7.0, 4.0),
@@ -50,11 +56,11 @@ BOOK_STYLE = {
     # figure.dpi; savefig.dpi is for figures saved by hand.
     "figure.dpi": 220,
     "savefig.dpi": 220,
-    # Larger than matplotlib's 10 pt: a 7-inch figure, saved about 6.4 inches wide, shrunk to a phone's
-    # 342 px keeps its labels at 12 / 72 * 342 / 6.4 = 8.9 CSS px (MIN_TEXT_PX is 8.5). Legends and tick
-    # labels are "medium", 12 pt too: a chapter must not make them smaller (check_figure refuses it).
-    "font.size": 12,
-    "axes.titlesize": 13,
+    # Larger than matplotlib's 10 pt: a 7-inch figure, saved about 6.5 inches wide, shrunk to a phone's
+    # 342 px keeps its labels at 13 / 72 * 342 / 6.5 = 9.5 CSS px (MIN_TEXT_PX is 9). Legends and tick
+    # labels are "medium", 13 pt too: a chapter must not make them smaller (check_figure refuses it).
+    "font.size": 13,
+    "axes.titlesize": 14,
     "axes.grid": False,
     "axes.spines.top": False,
     "axes.spines.right": False,
@@ -90,10 +96,47 @@ def shown_width_inches(figure: Figure) -> float:
     return float(tight.width) + 2.0 * float(mpl.rcParams["savefig.pad_inches"])
 
 
+def drawn_text_sizes(figure: Figure) -> list[tuple[str, float]]:
+    """Every text ``figure`` draws, with its font size in points.
+
+    The figure is drawn once on an Agg renderer that records each call to ``draw_text``: what matplotlib
+    really draws (titles, labels, the tick labels inside the axes' limits, legend entries, annotations,
+    colour-bar ticks), not every ``Text`` the figure holds, with the font size it is drawn at. The
+    renderer's other ``draw_*`` methods do nothing (as in ``Figure.draw_without_rendering``): lines, meshes
+    and images cost no time.
+
+    Parameters
+    ----------
+    figure : matplotlib Figure
+
+    Returns
+    -------
+    sizes : list of (str, float)
+        ``(text, points)`` for each non-blank text drawn, in drawing order.
+    """
+    width, height = figure.get_size_inches() * figure.dpi
+    renderer = RendererAgg(max(int(width), 1), max(int(height), 1), figure.dpi)
+    recorded: list[tuple[str, float]] = []
+
+    def record(gc, x, y, s, prop, angle, ismath=False, mtext=None):
+        if s.strip():
+            recorded.append((s, float(prop.get_size_in_points())))
+
+    def skip(*args, **kwargs):
+        return None
+
+    for name in dir(RendererBase):
+        if name.startswith("draw_"):
+            setattr(renderer, name, skip)
+    renderer.draw_text = record  # type: ignore[method-assign]
+    figure.draw(renderer)
+    return recorded
+
+
 def text_heights_on_phone(
     figure: Figure, *, display_width_px: float = PHONE_DISPLAY_WIDTH_PX
 ) -> list[tuple[str, float]]:
-    """Every visible text of ``figure`` with its font size on a phone, in CSS pixels.
+    """Every text ``figure`` draws, with its font size on a phone, in CSS pixels.
 
     Parameters
     ----------
@@ -104,21 +147,11 @@ def text_heights_on_phone(
     Returns
     -------
     heights : list of (str, float)
-        ``(text, size)`` for each visible, non-blank text (titles, labels, tick labels, legend entries,
-        annotations, colour-bar ticks), ``size = points / 72 * display_width_px / width`` with ``width``
-        from :func:`shown_width_inches`.
+        ``(text, size)`` for each text of :func:`drawn_text_sizes`, ``size = points / 72 * display_width_px /
+        width`` with ``width`` from :func:`shown_width_inches`.
     """
-    width = shown_width_inches(figure)
-    return [(text.get_text(), size) for text, size in _sizes_on_screen(figure, display_width_px / width)]
-
-
-def _sizes_on_screen(figure: Figure, pixels_per_inch: float) -> list[tuple[Text, float]]:
-    """Each visible, non-blank text of ``figure`` and its font size in CSS pixels at ``pixels_per_inch``."""
-    return [
-        (text, float(text.get_fontsize()) / 72.0 * pixels_per_inch)
-        for text in figure.findobj(Text)
-        if isinstance(text, Text) and text.get_visible() and text.get_text().strip()
-    ]
+    pixels_per_point = display_width_px / shown_width_inches(figure) / 72.0
+    return [(text, points * pixels_per_point) for text, points in drawn_text_sizes(figure)]
 
 
 def check_figure(figure: Figure, *, min_text_px: float = MIN_TEXT_PX) -> None:
@@ -139,14 +172,17 @@ def check_figure(figure: Figure, *, min_text_px: float = MIN_TEXT_PX) -> None:
         twice :data:`DISPLAY_WIDTH_PX` pixels.
     """
     width = shown_width_inches(figure)
-    sizes = _sizes_on_screen(figure, PHONE_DISPLAY_WIDTH_PX / width)
-    small = sorted(((text, size) for text, size in sizes if size < min_text_px), key=lambda pair: pair[1])
+    pixels_per_point = PHONE_DISPLAY_WIDTH_PX / width / 72.0
+    sizes = drawn_text_sizes(figure)
+    small = sorted(
+        ((text, points) for text, points in sizes if points * pixels_per_point < min_text_px), key=lambda pair: pair[1]
+    )
     if small:
-        smallest = float(small[0][0].get_fontsize())
+        smallest = small[0][1]
         widest = smallest / 72.0 * PHONE_DISPLAY_WIDTH_PX / min_text_px
-        shown = ", ".join(f"{text.get_text()!r} ({size:.1f} px)" for text, size in small[:5])
+        shown = ", ".join(f"{text!r} ({points * pixels_per_point:.1f} px)" for text, points in small[:5])
         raise ValueError(
-            f"figure text too small on a phone: {len(small)} texts under {min_text_px} CSS px at "
+            f"figure text too small on a phone: {len(small)} texts under {min_text_px:g} CSS px at "
             f"{PHONE_DISPLAY_WIDTH_PX} px, smallest first: {shown}; the figure is {width:.2f} in wide as saved, "
             f"its smallest font ({smallest:g} pt) needs at most {widest:.2f} in: enlarge the font, narrow the "
             "figure, or stack its panels"

@@ -12,7 +12,7 @@ import html
 import re
 from collections.abc import Sequence
 
-__all__ = ["Table", "value_range"]
+__all__ = ["VERDICTS", "Table", "value_range"]
 
 # A number (1,024  -0.5  +3.1%  2.4e-04), a range (1.66–1.78), or a number and a range (2.13 (2.09–2.17)).
 _NUMBER = re.compile(r"[-+−]?[\d.,]+(?:e[-+−]?\d+)?%?(?:–[\d.,]+)?(?: \([\d.,]+–[\d.,]+\))?", re.IGNORECASE)
@@ -21,20 +21,31 @@ _NUMBER = re.compile(r"[-+−]?[\d.,]+(?:e[-+−]?\d+)?%?(?:–[\d.,]+)?(?: \([\
 _LONG_NAME = re.compile(r"[\w.]{16,}")
 """A word long enough to widen its column, made of name characters (``RotaryEmbedding.rotate_queries_or_keys``)."""
 
+VERDICTS = {
+    "FAIL": '<strong class="posenc-verdict posenc-fail"><span aria-hidden="true">✗ </span>FAIL</strong>',
+    "pass": '<span class="posenc-verdict posenc-pass"><span aria-hidden="true">✓ </span>pass</span>',
+}
+"""How a cell's first word, when it is a verdict, is shown in HTML: a failure in bold with a cross, a pass with a
+tick. The site's stylesheet (``_static/verdicts.css``) also colours them, in light and dark mode; the symbol
+and the weight tell them apart without colour. A screen reader reads the word alone."""
+
 
 def _cell_html(cell: str) -> str:
     """A cell's text as HTML that breaks where a reader would and nowhere else.
 
     A number (``1.9e-05``) never breaks at its minus sign; a long dotted or snake-case name may break after
-    each ``.`` and ``_`` (``<wbr>``, no visible hyphen), so that one name does not set a column's width.
-    The text itself, tags removed, is the cell's.
+    each ``.`` and ``_`` (``<wbr>``, no visible hyphen), so that one name does not set a column's width. A
+    verdict that begins the cell (``FAIL 1.4e+00``) is shown as :data:`VERDICTS` says. The text itself, tags
+    and the verdicts' symbols removed, is the cell's.
     """
     if _NUMBER.fullmatch(cell):
         return f'<span style="white-space: nowrap">{html.escape(cell)}</span>'
     words = []
-    for word in cell.split(" "):
+    for index, word in enumerate(cell.split(" ")):
         escaped = html.escape(word)
-        if _NUMBER.fullmatch(word):
+        if index == 0 and word in VERDICTS:
+            escaped = VERDICTS[word]
+        elif _NUMBER.fullmatch(word):
             escaped = f'<span style="white-space: nowrap">{escaped}</span>'
         elif _LONG_NAME.search(word):
             escaped = re.sub(r"([._])(?=\w)", r"\1<wbr>", escaped)
@@ -72,6 +83,10 @@ class Table:
 
     Notes
     -----
+    A cell that begins with a verdict, ``FAIL`` or ``pass`` (the audit's cells: ``"FAIL 1.4e+00"``), shows it
+    with a symbol and a weight as well as a colour (:data:`VERDICTS`), so that a failure stands out in either
+    colour scheme and to a reader who does not see colour.
+
     A column whose cells mostly read as numbers (``0.25``, ``1,024``, ``+3.1%``, ``2.4e-04``, ``1.66–1.78``) is
     right-aligned, so that a "cannot run" among them does not move it; the others (names) are left-aligned.
     """
