@@ -58,3 +58,10 @@ def test_no_entry_holds_latex_math_which_the_bibliography_page_would_show_raw():
         if "$" in value or re.search(r"\\(?!_|#|&|%)[A-Za-z]+", value)
     )
     assert with_math == [], f"fields of {BIB.name} with LaTeX math or commands: {with_math}"
+
+
+def test_every_entry_has_a_year():
+    """The author-year style cites an entry without a year as "n.d." (sphinxcontrib-bibtex's template reads
+    ``first_of[optional[field("year")], "n.d."]``); a repository is dated by the version the book read."""
+    undated = sorted(key for key, entry in parse_file(BIB).entries.items() if "year" not in entry.fields)
+    assert undated == [], f"{BIB.name} has entries without a year, cited as 'n.d.': {undated}"

@@ -157,7 +157,7 @@ def implementations() -> list[Implementation]:
         ),
         Implementation(
             "transformers",
-            "GGUF LlamaTensorProcessor (q, k rows)",
+            "GGUF LlamaTensorProcessor (q rows)",
             "conversion",
             _gguf_llama_permutation,
             layout="halves",
