@@ -1925,7 +1925,7 @@ def assert_rotary_matches_config(
         ``rotate_fn(x, positions, layer)`` rotates ``x`` ``(seq, head_dim)``, one query head of layer ``layer``
         (an ``int``, from 0), at ``positions`` ``(seq,)`` as that layer of the model does, and returns the same
         shape: the features the layer rotates turned (and multiplied by its attention factor), the others
-        unchanged, a NoPE layer's head unchanged. ``head_dim`` is the layer's :attr:`posenc.LayerRotary.head_dim`
+        unchanged, a NoPE layer's head unchanged. ``head_dim`` is that of the layer's :class:`posenc.LayerRotary`
         (multi-head latent attention: ``qk_nope_head_dim + qk_rope_head_dim``, the rotated features last). A
         ``torch.nn.Module`` gets a float32 tensor and ``positions=`` and ``layer=`` keywords. It is not called
         for layers without attention (the ``"linear_attention"``, ``"conv"`` and ``"mamba"`` layers of hybrid
