@@ -1,6 +1,6 @@
 r"""From a transformers configuration to a model's positions: which layers rotate, how, and by what.
 
-:meth:`~posenc.RotaryPlan.from_config` reads a transformers configuration, the config object or the plain dict of a
+:meth:`posenc.RotaryPlan.from_config` reads a transformers configuration, the config object or the plain dict of a
 ``config.json`` (the v5 ``rope_parameters`` or the legacy ``rope_scaling``), without importing transformers,
 and says what each layer does with positions: whether it rotates its queries and keys at all (NoPE layers),
 with which base and scaling (per layer type), how many features of each head and which ones (partial rotary,
@@ -8,12 +8,12 @@ the last ``qk_rope_head_dim`` features of multi-head latent attention), in which
 position axes (M-RoPE sections, axial image axes), and by what the attention factor, the softmax scale and the
 queries are multiplied. What a config does not say, the family's modeling code does: the pair layout, the NoPE
 rule, the multi-axis assignment. posenc keeps that in a table keyed by ``model_type``, each entry read from the
-modeling file it names (:data:`~posenc.config.MODEL_TYPES` lists them; tests/test_model_zoo.py checks every one against
+modeling file it names (:data:`posenc.config.MODEL_TYPES` lists them; tests/test_model_zoo.py checks every one against
 transformers' own rotary classes). A config posenc cannot serve is refused with a ``ValueError`` naming the key,
 never given a default transformers would not give it.
 
 :func:`posenc.nn.rotary_embedding` builds the PyTorch module of a layer from its :class:`LayerRotary`;
-:meth:`~posenc.LayerRotary.rotate` is the float64 reference. :func:`query_scale` computes the position-dependent query
+:meth:`posenc.LayerRotary.rotate` is the float64 reference. :func:`query_scale` computes the position-dependent query
 multipliers some families apply outside their rotary embedding (Llama 4's attention-temperature tuning,
 ``llama_4_scaling_beta`` of Ministral 3 and Mistral 4).
 """
@@ -46,7 +46,7 @@ __all__ = [
 ]
 
 MODEL_TYPES: tuple[str, ...] = tuple(sorted(FAMILIES))
-"""The ``model_type`` values :meth:`~posenc.RotaryPlan.from_config` knows: those of transformers v5.23 that rotate."""
+"""The ``model_type`` values :meth:`posenc.RotaryPlan.from_config` knows: those of transformers v5.23 that rotate."""
 
 QueryScaleKind = Literal["llama4_temperature", "llama4_beta", "scalable_softmax"]
 """The position-dependent query multipliers of :class:`QueryScaling`."""
@@ -161,7 +161,7 @@ def query_scale(positions: ArrayLike, scaling: QueryScaling) -> NDArray[np.float
 class LayerRotary:
     r"""How one kind of layer of a model rotates its queries and keys: a row of a :class:`RotaryPlan`.
 
-    Built by :meth:`~posenc.RotaryPlan.from_config` (or by its fields, checked). Frozen and hashable; its ``repr``
+    Built by :meth:`posenc.RotaryPlan.from_config` (or by its fields, checked). Frozen and hashable; its ``repr``
     shows what was understood.
 
     Parameters
@@ -433,7 +433,7 @@ class RotaryPlan:
     Parameters
     ----------
     model_type : str
-        The config's ``model_type`` (a key of the family table, :data:`~posenc.config.MODEL_TYPES`).
+        The config's ``model_type`` (a key of the family table, :data:`posenc.config.MODEL_TYPES`).
     layers : tuple of LayerRotary
         One per layer, in order (layers of one kind share the object).
     max_position_embeddings : int or None
@@ -507,7 +507,7 @@ class RotaryPlan:
         TypeError
             If ``config`` is neither a mapping nor an object with attributes, or a value has the wrong type.
         ValueError
-            If the ``model_type`` is not one posenc knows (:data:`~posenc.config.MODEL_TYPES`), the config has no rotary
+            If the ``model_type`` is not one posenc knows (:data:`posenc.config.MODEL_TYPES`), the config has no rotary
             parameters (a composite config: pass its ``text_config``), a key posenc needs is missing (a dict
             without ``rope_theta``: transformers would take its config class's default), a key the family does
             not read is present (``llama_4_scaling_beta`` outside Ministral 3 and Mistral 4), or the values

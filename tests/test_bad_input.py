@@ -65,6 +65,7 @@ from posenc.testing import (
     assert_mrope_axes_match,
     assert_rotary_angles_accurate,
     assert_rotary_calls_independent,
+    assert_rotary_matches_config,
     assert_rotary_offset_matches_slice,
     assert_rotary_scores_depend_on_offset_only,
     assert_rotary_uses_sequence_axis,
@@ -79,6 +80,15 @@ from posenc.testing import (
 pytestmark = pytest.mark.argument_check
 
 LIBRARY_MODULES = ("posenc", "posenc.nn", "posenc.testing")
+
+_LLAMA_CONFIG = {
+    "model_type": "llama", "hidden_size": 16, "num_attention_heads": 2, "num_hidden_layers": 1,
+    "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0},
+}  # fmt: skip
+_MROPE_CONFIG = {
+    "model_type": "qwen2_vl_text", "hidden_size": 64, "num_attention_heads": 1, "num_hidden_layers": 1,
+    "rope_theta": 10000.0, "rope_scaling": {"type": "mrope", "mrope_section": [8, 12, 12]},
+}  # fmt: skip
 """The library's public namespaces: every name in their ``__all__`` is public surface."""
 
 
@@ -626,6 +636,13 @@ BAD_CALLS = {
         ValueError,
         "n_positions",
         large=True,
+    ),
+    "config check of a str": Bad(lambda: assert_rotary_matches_config("rope", _LLAMA_CONFIG), TypeError, "rotate_fn"),
+    "config check of an M-RoPE config": Bad(
+        lambda: assert_rotary_matches_config(print, _MROPE_CONFIG), ValueError, "assert_mrope_axes_match"
+    ),
+    "config check past float32's exact integers": Bad(
+        lambda: assert_rotary_matches_config(print, _LLAMA_CONFIG, positions=[0, 2**24 + 1]), ValueError, "positions"
     ),
     "mrope axes check of None": Bad(lambda: assert_mrope_axes_match(None, [2, 1, 1]), TypeError, "rotate_fn"),
     "mrope axes check sections of the wrong sum": Bad(

@@ -1,11 +1,13 @@
 """posenc.config: published configs read from their config.json as transformers reads them, the query multipliers, and
 the NoPE and per-layer bases that a model's forward loop (not its attention) decides.
 
-*Real configs.* Each dict holds the rotary keys of a model's ``config.json`` on the Hugging Face Hub, as published
-(the model id is the key), and the sizes they depend on; other keys are left out. The test reads the dict with
-:meth:`posenc.RotaryPlan.from_config`, builds transformers' own config object from the same dict
+*Real configs.* :data:`posenc_book.zoo.PUBLISHED_CONFIGS` holds the rotary keys of six models' ``config.json`` and
+the sizes they depend on, each checked against the source it names (other keys are left out). The test reads the
+dict with :meth:`posenc.RotaryPlan.from_config`, builds transformers' own config object from the file's keys alone
 (``AutoConfig.for_model``), checks that both readings give the same plan, and rotates with posenc and with the
 family's rotary class (tests/test_model_zoo.py's :func:`compare`, its tolerance) at positions 0, 1, L - 1, L and 4L.
+Gemma 3's file leaves six keys to its configuration class: posenc refuses the file's dict as it stands, naming the
+first key it lacks, and reads it with the class's defaults added, which are checked against the class.
 
 *Query multipliers* are compared with transformers' functions in float32: both evaluate the same formula on the same
 integer positions, so they agree to a few float32 roundings of a value near 1 (``1e-6``).
@@ -25,103 +27,15 @@ from test_model_zoo import compare
 import posenc
 from posenc import QueryScaling, RotaryPlan
 from posenc.nn import query_scale
+from posenc_book.zoo import PUBLISHED_CONFIGS
 
 pytestmark = pytest.mark.usefixtures("quiet_transformers")
 
 REAL_CONFIGS = {
-    "meta-llama/Llama-3.1-8B-Instruct": {
-        "model_type": "llama",
-        "hidden_size": 4096,
-        "num_attention_heads": 32,
-        "num_key_value_heads": 8,
-        "num_hidden_layers": 32,
-        "max_position_embeddings": 131072,
-        "rope_theta": 500000.0,
-        "rope_scaling": {
-            "factor": 8.0,
-            "low_freq_factor": 1.0,
-            "high_freq_factor": 4.0,
-            "original_max_position_embeddings": 8192,
-            "rope_type": "llama3",
-        },
-    },
-    "google/gemma-3-4b-it (text_config)": {
-        "model_type": "gemma3_text",
-        "hidden_size": 2560,
-        "head_dim": 256,
-        "num_attention_heads": 8,
-        "num_key_value_heads": 4,
-        "num_hidden_layers": 34,
-        "sliding_window": 1024,
-        "sliding_window_pattern": 6,
-        "rope_theta": 1000000.0,
-        "rope_local_base_freq": 10000.0,
-        "rope_scaling": {"factor": 8.0, "rope_type": "linear"},
-    },
-    "openai/gpt-oss-20b": {
-        "model_type": "gpt_oss",
-        "hidden_size": 2880,
-        "head_dim": 64,
-        "num_attention_heads": 64,
-        "num_key_value_heads": 8,
-        "num_hidden_layers": 24,
-        "max_position_embeddings": 131072,
-        "sliding_window": 128,
-        "layer_types": ["sliding_attention", "full_attention"] * 12,
-        "rope_theta": 150000,
-        "rope_scaling": {
-            "beta_fast": 32.0,
-            "beta_slow": 1.0,
-            "factor": 32.0,
-            "original_max_position_embeddings": 4096,
-            "rope_type": "yarn",
-            "truncate": False,
-        },
-    },
-    "deepseek-ai/DeepSeek-V3": {
-        "model_type": "deepseek_v3",
-        "hidden_size": 7168,
-        "num_attention_heads": 128,
-        "num_key_value_heads": 128,
-        "num_hidden_layers": 61,
-        "q_lora_rank": 1536,
-        "kv_lora_rank": 512,
-        "qk_nope_head_dim": 128,
-        "qk_rope_head_dim": 64,
-        "v_head_dim": 128,
-        "max_position_embeddings": 163840,
-        "rope_theta": 10000,
-        "rope_scaling": {
-            "beta_fast": 32,
-            "beta_slow": 1,
-            "factor": 40,
-            "mscale": 1.0,
-            "mscale_all_dim": 1.0,
-            "original_max_position_embeddings": 4096,
-            "type": "yarn",
-        },
-    },
-    "EleutherAI/pythia-1.4b": {
-        "model_type": "gpt_neox",
-        "hidden_size": 2048,
-        "num_attention_heads": 16,
-        "num_hidden_layers": 24,
-        "max_position_embeddings": 2048,
-        "rotary_pct": 0.25,
-        "rotary_emb_base": 10000,
-    },
-    "Qwen/Qwen2.5-VL-7B-Instruct (text)": {
-        "model_type": "qwen2_5_vl_text",
-        "hidden_size": 3584,
-        "num_attention_heads": 28,
-        "num_key_value_heads": 4,
-        "num_hidden_layers": 28,
-        "max_position_embeddings": 128000,
-        "rope_theta": 1000000.0,
-        "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]},
-    },
+    model_id: published.as_dict(with_class_defaults=True) for model_id, published in PUBLISHED_CONFIGS.items()
 }
-"""The rotary keys of published config.json files (model id: dict), and the sizes they depend on."""
+"""The published configs (posenc_book.zoo.PUBLISHED_CONFIGS, each value checked against the source it names), with
+the keys Gemma 3's file leaves to its class added."""
 
 
 def transformers_config(raw: dict):
@@ -136,7 +50,7 @@ def transformers_config(raw: dict):
 def test_a_published_config_reads_as_transformers_reads_it_and_rotates_as_it_does(model_id):
     raw = REAL_CONFIGS[model_id]
     from_dict = RotaryPlan.from_config(copy.deepcopy(raw))
-    config = transformers_config(raw)
+    config = transformers_config(PUBLISHED_CONFIGS[model_id].as_dict())  # the file's keys alone
     from_object = RotaryPlan.from_config(config)
     assert from_dict.layers == from_object.layers
     assert compare(config)
@@ -149,7 +63,7 @@ def test_what_the_published_configs_say():
     assert [(kind.rotary_dim, kind.base, kind.scaling.rope_type, kind.layout) for kind in llama] == [
         (128, 500000.0, "llama3", "halves")
     ]
-    gemma = plans["google/gemma-3-4b-it (text_config)"]
+    gemma = plans["google/gemma-3-4b-it"]
     full = [index for index, layer in enumerate(gemma.layers) if layer.layer_type == "full_attention"]
     assert full == [5, 11, 17, 23, 29]  # sliding_window_pattern 6
     assert {(layer.base, layer.scaling.rope_type, layer.scaling.factor) for layer in gemma.layers} == {
@@ -166,14 +80,40 @@ def test_what_the_published_configs_say():
     assert deepseek.softmax_scale == pytest.approx((0.1 * math.log(40.0) + 1.0) ** 2)
     (pythia,) = plans["EleutherAI/pythia-1.4b"].kinds
     assert (pythia.head_dim, pythia.rotary_dim, pythia.base) == (128, 32, 10000.0)
-    (qwen,) = plans["Qwen/Qwen2.5-VL-7B-Instruct (text)"].kinds
+    (qwen,) = plans["Qwen/Qwen2.5-VL-7B-Instruct"].kinds
     assert qwen.axes == ("time", "height", "width") and qwen.axis_of_pair == (0,) * 16 + (1,) * 24 + (2,) * 24
+
+
+def test_gemma_3s_sparse_file_is_refused_naming_the_key_its_class_fills_in():
+    """gemma-3-4b-it's text_config says neither which layers slide nor their base: transformers takes both from
+    Gemma3TextConfig; posenc, which does not import transformers, refuses the dict and names the key."""
+    with pytest.raises(ValueError, match="sliding_window_pattern"):
+        RotaryPlan.from_config(PUBLISHED_CONFIGS["google/gemma-3-4b-it"].as_dict())
+    with_pattern = {**PUBLISHED_CONFIGS["google/gemma-3-4b-it"].as_dict(), "sliding_window_pattern": 6}
+    with pytest.raises(ValueError, match="rope_local_base_freq"):
+        RotaryPlan.from_config(with_pattern)
+
+
+def test_the_class_defaults_added_to_gemma_3s_file_are_the_classs():
+    from transformers import Gemma3TextConfig
+
+    defaults = PUBLISHED_CONFIGS["google/gemma-3-4b-it"].class_defaults
+    config = Gemma3TextConfig(num_hidden_layers=12)
+    assert [index for index, kind in enumerate(config.layer_types) if kind == "full_attention"] == [
+        defaults["sliding_window_pattern"] - 1,
+        2 * defaults["sliding_window_pattern"] - 1,
+    ]
+    assert config.rope_parameters["full_attention"]["rope_theta"] == defaults["rope_theta"]
+    assert config.rope_parameters["sliding_attention"]["rope_theta"] == defaults["rope_local_base_freq"]
+    for key in ("head_dim", "num_attention_heads", "num_key_value_heads"):
+        assert getattr(config, key) == defaults[key], key
+    assert not set(defaults) & set(PUBLISHED_CONFIGS["google/gemma-3-4b-it"].values)
 
 
 def test_the_reader_sees_the_wrong_reading_of_a_published_config(monkeypatch):
     """The comparison is live: Gemma 3's legacy rope_scaling applied to every layer (vllm-project/vllm#29111's bug:
     the sliding layers lose their local base) moves the rotation far beyond the tolerance."""
-    raw = copy.deepcopy(REAL_CONFIGS["google/gemma-3-4b-it (text_config)"])
+    raw = copy.deepcopy(REAL_CONFIGS["google/gemma-3-4b-it"])
     config = transformers_config(raw)
     for layer_dict in config.rope_parameters.values():
         layer_dict.update(rope_type="linear", factor=8.0, rope_theta=1000000.0)  # one flat scaling for all layers

@@ -76,6 +76,7 @@ from posenc.testing import (
     assert_mrope_axes_match,
     assert_rotary_angles_accurate,
     assert_rotary_calls_independent,
+    assert_rotary_matches_config,
     assert_rotary_offset_matches_slice,
     assert_rotary_scores_depend_on_offset_only,
     assert_rotary_uses_sequence_axis,
@@ -686,6 +687,33 @@ SPECS = {
         ),
         _passed,
     ),
+    "posenc.testing.assert_rotary_matches_config": Spec(
+        assert_rotary_matches_config,
+        lambda a: assert_rotary_matches_config(
+            **_with(
+                a,
+                "rotate_fn",
+                lambda x, p, layer: (
+                    RotaryPlan.from_config(a["config"], model_type=a["model_type"]).layers[layer].rotate(x, p)
+                ),
+            )
+        ),
+        lambda: dict(
+            rotate_fn=_reference_placeholder,
+            config={
+                "model_type": "llama",
+                "hidden_size": 16,
+                "num_attention_heads": 2,
+                "num_hidden_layers": 1,
+                "max_position_embeddings": 16,
+                "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0},
+            },
+            model_type=None,
+            positions=(0, 1, 15),
+            seed=0,
+        ),
+        _passed,
+    ),  # fmt: skip
     "posenc.testing.assert_mrope_axes_match": Spec(
         assert_mrope_axes_match,
         lambda a: assert_mrope_axes_match(

@@ -5,6 +5,7 @@ issue tracker (the chapter notebooks/10_bug_gallery.ipynb cites each one). A che
 through, or that failed on posenc, would be a wrong check.
 """
 
+import dataclasses
 import math
 
 import numpy as np
@@ -14,12 +15,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import posenc
-from posenc.nn import RotaryEmbedding
+from posenc.nn import RotaryEmbedding, rotary_embedding
 from posenc.testing import (
     assert_alibi_slopes_match_reference,
     assert_layouts_agree_after_permutation,
     assert_rotary_angles_accurate,
     assert_rotary_calls_independent,
+    assert_rotary_matches_config,
     assert_rotary_offset_matches_slice,
     assert_rotary_scores_depend_on_offset_only,
     assert_sinusoidal_matches_reference,
@@ -585,3 +587,230 @@ def test_rotary_angle_check_refuses_a_partial_scaling_and_another_base():
         assert_rotary_angles_accurate(posenc.rotate, scaling={"rope_type": "default", "partial_rotary_factor": 0.5})
     with pytest.raises(ValueError, match="disagrees with base"):
         assert_rotary_angles_accurate(posenc.rotate, scaling={"rope_type": "default", "rope_theta": 500000.0})
+
+
+# --- A whole model's rotation against its config: rotate_fn(x, positions, layer) -----------------------------
+
+CONFIGS = {
+    # A transformers v5 config.json: rope_theta inside rope_parameters.
+    "llama (v5 rope_parameters)": {
+        "model_type": "llama", "hidden_size": 256, "num_attention_heads": 2, "num_hidden_layers": 2,
+        "max_position_embeddings": 8192, "rope_parameters": {"rope_type": "default", "rope_theta": 500000.0},
+    },
+    # Gemma 3's legacy form: a flat rope_scaling for the full layers, rope_local_base_freq for the sliding ones.
+    "gemma3_text": {
+        "model_type": "gemma3_text", "hidden_size": 2560, "head_dim": 256, "num_attention_heads": 8,
+        "num_hidden_layers": 6, "sliding_window_pattern": 6, "rope_theta": 1000000.0, "rope_local_base_freq": 10000.0,
+        "rope_scaling": {"factor": 8.0, "rope_type": "linear"}, "max_position_embeddings": 131072,
+    },
+    # Gemma 4: proportional frequencies on the full layers' 512-wide heads.
+    "gemma4_text": {
+        "model_type": "gemma4_text", "hidden_size": 2304, "head_dim": 256, "num_attention_heads": 8,
+        "num_hidden_layers": 2, "layer_types": ["sliding_attention", "full_attention"],
+        "max_position_embeddings": 131072, "per_layer_config": {"1": {"head_dim": 512}},
+        "rope_parameters": {
+            "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+            "full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.25, "rope_theta": 1000000.0},
+        },
+    },
+    # Qwen3-Next: linear-attention layers (not called) and a quarter of each full-attention head rotated.
+    "qwen3_next": {
+        "model_type": "qwen3_next", "hidden_size": 2048, "head_dim": 256, "num_attention_heads": 16,
+        "num_hidden_layers": 4, "layer_types": ["linear_attention"] * 3 + ["full_attention"],
+        "max_position_embeddings": 262144,
+        "rope_parameters": {"rope_type": "default", "rope_theta": 10000000.0, "partial_rotary_factor": 0.25},
+    },
+    # gpt-oss-20b's YaRN without truncation (two of its 24 layers).
+    "gpt_oss": {
+        "model_type": "gpt_oss", "hidden_size": 2880, "head_dim": 64, "num_attention_heads": 64,
+        "num_hidden_layers": 2, "max_position_embeddings": 131072,
+        "layer_types": ["sliding_attention", "full_attention"], "rope_theta": 150000,
+        "rope_scaling": {
+            "beta_fast": 32.0, "beta_slow": 1.0, "factor": 32.0, "original_max_position_embeddings": 4096,
+            "rope_type": "yarn", "truncate": False,
+        },
+    },
+    # Laguna-like: YaRN with an explicit attention_factor and partial rotary on the full layers only.
+    "laguna": {
+        "model_type": "laguna", "hidden_size": 2048, "head_dim": 128, "num_attention_heads": 48,
+        "num_hidden_layers": 2, "layer_types": ["full_attention", "sliding_attention"],
+        "max_position_embeddings": 131072,
+        "rope_parameters": {
+            "full_attention": {
+                "rope_type": "yarn", "factor": 64.0, "original_max_position_embeddings": 4096,
+                "attention_factor": 1.0, "rope_theta": 500000.0, "partial_rotary_factor": 0.5,
+            },
+            "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 1.0},
+        },
+    },
+    # SmolLM3: every fourth layer NoPE.
+    "smollm3": {
+        "model_type": "smollm3", "hidden_size": 2048, "num_attention_heads": 16, "num_hidden_layers": 8,
+        "max_position_embeddings": 65536, "no_rope_layer_interval": 4,
+        "rope_parameters": {"rope_type": "default", "rope_theta": 5000000.0},
+    },
+    # DeepSeek-V3: latent attention's last 64 features, interleaved pairs, YaRN with mscale.
+    "deepseek_v3": {
+        "model_type": "deepseek_v3", "hidden_size": 7168, "num_attention_heads": 128, "num_hidden_layers": 2,
+        "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128, "kv_lora_rank": 512,
+        "q_lora_rank": 1536, "max_position_embeddings": 163840, "rope_theta": 10000,
+        "rope_scaling": {
+            "beta_fast": 32, "beta_slow": 1, "factor": 40, "mscale": 1.0, "mscale_all_dim": 1.0,
+            "original_max_position_embeddings": 4096, "type": "yarn",
+        },
+    },
+}  # fmt: skip
+"""Configs of the families whose misreadings chapter 10 reproduces, as config.json dicts (sizes cut down)."""
+
+
+def _by_plan(config):
+    """posenc's float64 reference: the config's plan, layer by layer."""
+    plan = posenc.RotaryPlan.from_config(config)
+    return lambda x, p, layer: plan.layers[layer].rotate(x, p)
+
+
+class _Float32Model(torch.nn.Module):
+    """An engine in float32: posenc.nn's module of each layer kind, called with layer=."""
+
+    def __init__(self, config):
+        super().__init__()
+        self.plan = posenc.RotaryPlan.from_config(config)
+
+    def forward(self, x, positions, layer):
+        kind = self.plan.layers[layer]
+        if not kind.rotates:
+            return x
+        out = x.clone()
+        out[..., kind.rotary_offset :] = rotary_embedding(kind)(x[..., kind.rotary_offset :], positions=positions)
+        return out
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_config_check_passes_on_the_plan_and_on_a_float32_engine(name):
+    assert_rotary_matches_config(_by_plan(CONFIGS[name]), CONFIGS[name])
+    assert_rotary_matches_config(_Float32Model(CONFIGS[name]), CONFIGS[name])
+
+
+def _replaced(config, layer_type=None, **change):
+    """A rotate_fn that rotates with the config's plan, some layers' kind changed by dataclasses.replace."""
+    plan = posenc.RotaryPlan.from_config(config)
+
+    def rotate(x, p, layer):
+        kind = plan.layers[layer]
+        if layer_type in (None, kind.layer_type) and kind.rotates:
+            kind = dataclasses.replace(kind, **change)
+        return kind.rotate(x, p)
+
+    return rotate
+
+
+def _gemma4_as_partial(x, p, layer):
+    """Gemma 4's full layers built as RotaryEmbedding(dim=512 * 0.25) on the first 128 features."""
+    plan = posenc.RotaryPlan.from_config(CONFIGS["gemma4_text"])
+    if plan.layers[layer].layer_type != "full_attention":
+        return plan.layers[layer].rotate(x, p)
+    out = x.copy()
+    out[:, :128] = posenc.rotate(x[:, :128], p, base=1e6, layout="halves")
+    return out
+
+
+def _laguna_default_mscale(x, p, layer):
+    """The full layers multiplied by YaRN's 0.1 ln(64) + 1, the config's attention_factor 1.0 not read."""
+    out = _by_plan(CONFIGS["laguna"])(x, p, layer)
+    if layer == 0:
+        out[:, :64] *= 0.1 * math.log(64.0) + 1.0
+    return out
+
+
+MISREADINGS = {
+    "v4 reader of a v5 config": (
+        "llama (v5 rope_parameters)",
+        lambda x, p, layer: posenc.rotate(x, p, base=CONFIGS["llama (v5 rope_parameters)"].get("rope_theta", 1e4),
+                                          layout="halves"),
+        "the default base 10000 in place of the config's 500000",
+    ),
+    "one flat rope for Gemma 3": (
+        "gemma3_text",
+        lambda x, p, layer: posenc.rotate(x, p, base=1e6, scaling={"rope_type": "linear", "factor": 8.0},
+                                          layout="halves"),
+        r"in 5 of 6 layers \(layers 0, 1, 2, 3, 4, of type 'sliding_attention'\).*the config's 'full_attention' layers",
+    ),
+    "Gemma 4 as partial rotary": ("gemma4_text", _gemma4_as_partial, "partial rotary's convention"),
+    "partial as proportional": (
+        "qwen3_next",
+        _replaced(CONFIGS["qwen3_next"], rotary_dim=256,
+                  scaling=posenc.RopeScaling(rope_type="proportional", partial_rotary_factor=0.25)),
+        "the proportional convention",
+    ),
+    "partial dropped": (
+        "qwen3_next",
+        lambda x, p, layer: posenc.rotate(x, p, base=1e7, layout="halves"),
+        "partial_rotary_factor dropped",
+    ),
+    "truncate ignored": (
+        "gpt_oss",
+        lambda x, p, layer: posenc.rotate(
+            x, p, base=150000.0, scaling=dict(CONFIGS["gpt_oss"]["rope_scaling"], truncate=True), layout="halves"
+        ),
+        "truncate=True where the config says truncate=False",
+    ),
+    "attention_factor dropped": ("laguna", _laguna_default_mscale, "multiplied by 1.41589 where the config's"),
+    "scaling dropped": (
+        "gpt_oss", lambda x, p, layer: posenc.rotate(x, p, base=150000.0, layout="halves"), "without the config's"
+    ),
+    "NoPE layers rotated": (
+        "smollm3",
+        lambda x, p, layer: posenc.rotate(x, p, base=5e6, layout="halves"),
+        r"in 2 of 8 layers \(layers 3, 7.*Layer 3 is a NoPE layer",
+    ),
+    "latent pairs as halves": (
+        "deepseek_v3", _replaced(CONFIGS["deepseek_v3"], layout="halves"), "the pairs taken as halves",
+    ),
+    "every layer left alone": ("deepseek_v3", lambda x, p, layer: x, "leaves layer 0 unrotated"),
+}  # fmt: skip
+"""Misreadings of a config seen in engines (chapter 10 cites the threads): (config, rotate_fn, what the check says)."""
+
+
+@pytest.mark.parametrize("name", MISREADINGS)
+def test_config_check_names_each_misreading(name):
+    config, faulty, said = MISREADINGS[name]
+    with pytest.raises(AssertionError, match=said):
+        assert_rotary_matches_config(faulty, CONFIGS[config])
+
+
+def test_config_check_reports_a_difference_it_cannot_explain_without_guessing():
+    plan = posenc.RotaryPlan.from_config(CONFIGS["llama (v5 rope_parameters)"])
+
+    def slightly_off(x, p, layer):  # base 501000: no known misreading
+        kind = plan.layers[layer]
+        return dataclasses.replace(
+            kind, base=501000.0, scaling=dataclasses.replace(kind.scaling, rope_theta=None)
+        ).rotate(x, p)
+
+    with pytest.raises(AssertionError, match=r"layer 0 by .* \(tolerance .*\)\.$"):
+        assert_rotary_matches_config(slightly_off, CONFIGS["llama (v5 rope_parameters)"])
+
+
+@pytest.mark.parametrize("name", ["llama (v5 rope_parameters)", "deepseek_v3"])
+def test_config_check_allows_angles_off_by_2_to_the_minus_20_relative(name):
+    """Angles off by a relative 2**-21 (eight times float32's precision 2**-24) pass; 2**-19 fail, at every length."""
+    plan = posenc.RotaryPlan.from_config(CONFIGS[name])
+
+    def off_by(relative):
+        return lambda x, p, layer: plan.layers[layer].rotate(x, p * (1 + relative))
+
+    assert_rotary_matches_config(off_by(2.0**-21), CONFIGS[name])
+    with pytest.raises(AssertionError, match="rotate_fn differs"):
+        assert_rotary_matches_config(off_by(2.0**-19), CONFIGS[name])
+
+
+@pytest.mark.argument_check
+def test_config_check_refuses_what_it_cannot_check():
+    mrope = {
+        "model_type": "qwen2_vl_text", "hidden_size": 3584, "num_attention_heads": 28, "num_hidden_layers": 1,
+        "rope_theta": 1e6, "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]},
+    }  # fmt: skip
+    with pytest.raises(ValueError, match="assert_mrope_axes_match"):
+        assert_rotary_matches_config(_by_plan(mrope), mrope)
+    with pytest.raises(ValueError, match="rope_theta"):
+        assert_rotary_matches_config(print, {"model_type": "llama", "num_hidden_layers": 1, "rope_scaling": {}})

@@ -15,7 +15,9 @@ public API of :mod:`posenc` and :mod:`posenc.nn`. Each module serves the chapter
 - :mod:`posenc_book.plotting`: the book's figure style, its legibility check and heat map (every chapter);
 - :mod:`posenc_book.tables`: results tables rendered as HTML, not printed (chapters 4, 6, 8 and 9);
 - :mod:`posenc_book.audit`: adapters to six libraries' positional-encoding code and the audit runner
-  (chapters 13 and 14).
+  (chapters 13 and 14);
+- :mod:`posenc_book.zoo`: every rotary configuration of transformers read by posenc, six published configs, and
+  tiny transformers models that rotate with posenc's modules (chapter 15).
 
 The helpers check what a reader is likely to get wrong (an unknown scheme name, a sequence longer than a
 model's table, shapes that do not fit together) and nothing more.
