@@ -10,6 +10,8 @@
 - :func:`causal_mask_mod` (:mod:`posenc.nn.flex`): the causal mask for FlexAttention, whose ``score_mod`` the
   ``score_mod()`` methods of :class:`ALiBiBias` and :class:`T5RelativeBias` give.
 
+No forward path reads a tensor's values on the host (no ``.item()``, ``.tolist()``, NumPy or copy to the CPU): a
+tensor offset or positions stays on its device, and its values are checked there (``tests/test_host_reads.py``).
 Needs PyTorch, which posenc installs only with its ``torch`` extra.
 """
 
