@@ -141,7 +141,8 @@ class SinusoidalPositionalEncoding(nn.Module):
             ``dropout(x + encoding)``, with ``x``'s dtype and device (the float32 encodings are cast to them).
             Without ``offset`` and ``positions``, an input longer than the cached table first grows
             ``table`` to ``max(seq, 2 * cached)`` rows (capped by ``posenc.MAX_TABLE_ELEMENTS``); other
-            positions beyond the cache are computed for the call.
+            positions beyond the cache (and, when compiling, those of a longer input: a graph leaves the
+            table as it is) are computed for the call.
 
         Raises
         ------
@@ -166,7 +167,7 @@ class SinusoidalPositionalEncoding(nn.Module):
             encoding = self._encode(offset + torch.arange(seq, device=device))
         elif offset + seq <= self.table.shape[0]:
             encoding = self.table[offset : offset + seq]
-        elif offset == 0:
+        elif offset == 0 and not torch.compiler.is_compiling():  # a traced call leaves the table as it is
             check_table_size(seq, self.d_model, "sequence length of x")
             grown = max(seq, min(2 * self.table.shape[0], MAX_TABLE_ELEMENTS // self.d_model))
             self.table = self._build(grown, device=self.table.device)
