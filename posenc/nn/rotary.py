@@ -461,6 +461,8 @@ class RotaryEmbedding(nn.Module):
         last = self._last
         if last is None or not isinstance(source, torch.Tensor) or last.source() is not source:
             return None
+        if device.type == "cuda" and torch.cuda.is_current_stream_capturing():  # a graph computes its own table
+            return None
         if (last.seq, last.dtype, last.device) != (seq, dtype, device) or last.version != source._version:
             return None
         return last.table
