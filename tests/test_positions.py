@@ -8,6 +8,8 @@ static cache's position, a 0-d tensor here), and, for rotary, tensors laid out `
 
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 import pytest
 import torch
@@ -146,6 +148,14 @@ def test_a_tensor_updated_in_place_gives_its_new_positions(layout, kind):
             rtol=0,
             atol=1e-13,
         )
+
+
+def test_a_module_that_kept_a_table_pickles_and_rotates_alike():
+    """torch.save(model) pickles the module: the last call's table (held with a weak reference) is left out."""
+    rope = RotaryEmbedding(8)
+    x, positions = torch.randn(1, 2, 4, 8, generator=_generator(24)), torch.arange(4)
+    before = rope(x, positions=positions)
+    assert torch.equal(pickle.loads(pickle.dumps(rope))(x, positions=positions), before)
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)

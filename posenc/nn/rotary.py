@@ -658,6 +658,12 @@ class RotaryEmbedding(nn.Module):
             rotated = torch.cat((rotated, computed[..., rotary_dim:]), dim=-1)
         return rotated if rotated.dtype == x.dtype else rotated.to(x.dtype)
 
+    def __getstate__(self) -> dict[str, object]:
+        # Pickled without the last call's table: its weak reference cannot be pickled, and it is only a cache.
+        state = self.__dict__.copy()
+        state["_last"] = None
+        return state
+
     def _apply(self, fn: Callable[[torch.Tensor], torch.Tensor], recurse: bool = True) -> RotaryEmbedding:
         # .to(device), .cuda(), ...: the float64 constants follow the module's device, never its dtype
         self._constants.follow(fn)
