@@ -4,7 +4,7 @@ The angles are computed in float64, in torch on ``x``'s device (the fixed freque
 learned ones are used as they are, so that gradients reach them), and rounded once to the dtype of the
 computation: float32, or float64 for a float64 ``x``. There is no cache: a table is ``seq x n_pairs`` products,
 small beside the rotation itself. Nothing is read on the host: the coordinates' values (finite, and finite angles)
-are checked on the device (:func:`posenc.nn._checks.check_on_device`).
+are checked on the device (on the CPU at once, on an accelerator by a device assertion).
 """
 
 from __future__ import annotations

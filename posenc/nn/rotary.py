@@ -14,8 +14,8 @@ layer at every step. Three paths share the rounding rule:
   then costs a slice, not a table (``make bench``: the decode row).
 - *eager, integer positions or a 0-d tensor offset*: the positions are gathered from the same cached table, on
   the device, and those outside it are computed; which ones are is never read on the host, so both are computed
-  and one is picked per position (:meth:`~RotaryEmbedding._gathered`). The table of the last such call is kept
-  with the tensor it came from (a weak reference and the tensor's version counter): the next call by the same,
+  and one is picked per position. The table of the last call by a tensor (integer or fractional positions, or
+  an offset) is kept with that tensor (a weak reference and its version counter): the next call by the same,
   unchanged tensor, as every attention layer of a model makes with its ``position_ids``, reuses it.
 - *direct*: under ``torch.compile`` and ``torch.export`` (``torch.compiler.is_compiling()``), for fractional
   ``positions``, and for the length-dependent scalings (``"dynamic"``, ``"longrope"``), the float64 angles of the
