@@ -138,6 +138,13 @@ def test_a_tensor_updated_in_place_gives_its_new_positions(layout, kind):
     given.add_(1000)
     want = posenc.rotate(x.numpy(), np.arange(1000, 1004), layout=layout)
     np.testing.assert_allclose(call().numpy(), want, rtol=0, atol=1e-13)
+    x32 = x.float()  # float32: the call that reuses the kept table skips the general machinery
+    kept = rope(x32, positions=given) if kind == "positions" else rope(x32, offset=given)
+    given.add_(-999)
+    fresh = RotaryEmbedding(8, layout=layout)
+    again = rope(x32, positions=given) if kind == "positions" else rope(x32, offset=given)
+    assert torch.equal(again, fresh(x32, positions=given.clone()) if kind == "positions" else fresh(x32, offset=1))
+    assert not torch.equal(again, kept)
     with torch.inference_mode():  # an inference tensor has no version counter: its table is not kept
         inference = torch.arange(4)[None]
         rope(x, positions=inference)
@@ -148,6 +155,17 @@ def test_a_tensor_updated_in_place_gives_its_new_positions(layout, kind):
             rtol=0,
             atol=1e-13,
         )
+
+
+@pytest.mark.argument_check
+def test_a_kept_table_does_not_skip_the_check_of_x():
+    """(1, seq) positions need x to have a batch axis: the call that reuses the table of the same positions
+    tensor refuses an x without one, as the first call would."""
+    rope = RotaryEmbedding(8)
+    positions = torch.arange(3)[None]
+    rope(torch.zeros(2, 2, 3, 8), positions=positions)
+    with pytest.raises(ValueError, match="does not broadcast"):
+        rope(torch.zeros(3, 8), positions=positions)
 
 
 def test_a_module_that_kept_a_table_pickles_and_rotates_alike():

@@ -390,9 +390,8 @@ class RotaryEmbedding(nn.Module):
         table = self._cached_table(seq, device, dtype)
         if table is None:  # a sequence past the cached table's size limit
             return computed
-        rows = _rows(table)
-        inside = ((positions >= 0) & (positions < rows))[..., None]
-        index = positions.clamp(0, rows - 1)
+        index = positions.clamp(0, _rows(table) - 1)
+        inside = (index == positions)[..., None]  # the positions that clamping left as they were
         if isinstance(table, tuple):
             assert isinstance(computed, tuple)
             return (
@@ -607,16 +606,16 @@ class RotaryEmbedding(nn.Module):
     def _fast_rows(self, x: object, offset: object, positions: object) -> _Table | None:
         """The cached rows for ``x`` if the call is an ordinary eager one, else None (the checked path).
 
-        Ordinary: not compiling, an int ``offset >= 0`` and no ``positions``, the default ``seq_dim``, the whole
-        head rotated, a scaling that does not depend on the length, a float32 tensor ``(..., seq, head_dim)``
-        without gradient, and a cached float32 table that
-        already covers ``offset + seq``. Everything else, every invalid input included, takes the path that
-        checks it, so that errors and results stay as they are; this one skips its general machinery (make
-        bench: the decode rows).
+        Ordinary: not compiling, the default ``seq_dim``, the whole head rotated, a scaling that does not depend on
+        the length, a float32 tensor ``(..., seq, head_dim)`` without gradient, and either an int ``offset >= 0``
+        whose rows the cached float32 table already covers, or (with ``offset`` 0) the tensor ``positions`` of the
+        previous call, unchanged, whose table has no leading axes (``(seq,)`` or ``(1, seq)`` positions: it
+        broadcasts against any ``x`` of that length). Everything else, every invalid input included, takes the path
+        that checks it, so that errors and results stay as they are; this one skips its general machinery (make
+        bench: the decode rows, and the positions path).
         """
         if (
-            positions is not None
-            or type(offset) is not int
+            type(offset) is not int
             or offset < 0
             or type(x) is not torch.Tensor
             or x.dtype != torch.float32
@@ -630,6 +629,15 @@ class RotaryEmbedding(nn.Module):
         shape = x.shape
         if len(shape) < 2 or shape[-1] != self.head_dim:
             return None
+        if positions is not None:
+            if offset != 0:
+                return None
+            remembered = self._recalled(positions, shape[-2], torch.float32, x.device)
+            if remembered is None or (remembered[0] if isinstance(remembered, tuple) else remembered).ndim != 2:
+                return None
+            assert isinstance(positions, torch.Tensor)  # _recalled found it
+            # Its leading axes (all of size 1) line up with x's first axes, before the sequence axis, or it is refused.
+            return remembered if positions.ndim <= len(shape) - 1 else None
         table = self._tables.get((x.device, torch.float32))
         if table is None:
             return None
