@@ -43,6 +43,7 @@ from posenc.nn import (
     T5RelativeBias,
 )
 from posenc_book.adam import Adam
+from posenc_book.robustness import perturb_initial_weights
 
 __all__ = [
     "SCHEMES",
@@ -666,6 +667,7 @@ def _build_and_train(
             rotary_dim=rotary_dim,
             nope_layer_interval=nope_layer_interval,
         )
+    perturb_initial_weights(model)  # only inside posenc_book.robustness.perturbed
     rng = np.random.default_rng([seed, 2])
     train_loss = _train(model, chain, steps=steps, batch_size=batch_size, length=train_len, lr=lr, rng=rng)
     return model, train_loss
@@ -1229,6 +1231,7 @@ def copy_task(
                 rotary_dim=rotary_dim,
                 nope_layer_interval=nope_layer_interval,
             )
+        perturb_initial_weights(model)  # only inside posenc_book.robustness.perturbed
         rng = np.random.default_rng([seed, 5])
 
         def loss_at(step: int) -> torch.Tensor:

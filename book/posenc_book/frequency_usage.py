@@ -27,6 +27,7 @@ from torch import nn
 
 from posenc.nn import RotaryEmbedding
 from posenc_book.extrapolation import N_SYMBOLS, TinyCausalLM, evaluate, markov_chain, sample_sequences, train_steps
+from posenc_book.robustness import perturb_initial_weights
 
 __all__ = [
     "NoRotation",
@@ -331,6 +332,7 @@ def train_rotary(
                 "rotary", vocab_size=N_SYMBOLS, d_model=d_model, n_heads=n_heads, n_layers=n_layers, max_len=train_len
             )
         model.rotary = p_rope(d_model // n_heads, fraction, base=base)
+        perturb_initial_weights(model)  # only inside posenc_book.robustness.perturbed
         usage_tokens = _usage_tokens(chain, source_seed, train_len, 64, 0)  # frequency_usage's defaults
         untrained = _usage(model, usage_tokens)
 
