@@ -183,14 +183,11 @@ class Bound:
     above, below : float or None
         The thresholds; at least one. An order ("a is lower than b") is the bound ``above=0`` on the
         difference ``b - a``.
-    note : str, default ""
-        What the bound stands for, shown in the report.
     """
 
     quantity: str
     above: float | None = None
     below: float | None = None
-    note: str = ""
 
     def __post_init__(self) -> None:
         if self.above is None and self.below is None:
@@ -254,15 +251,16 @@ class ClaimCheck:
 
     def table(self) -> str:
         """The checks as aligned text: quantity, bound, value, spread, margin, margin/spread, verdict."""
+        width = max([8, *(len(c.bound.quantity) for c in self.checks)])
         lines = [
             f"plain run and draws {list(self.draws)}; a bound passes when margin >= {self.factor:g} x spread",
-            f"{'quantity':<34} {'bound':>14} {'value':>9} {'spread':>9} {'margin':>9} {'ratio':>7}  verdict",
+            f"{'quantity':<{width}} {'bound':>14} {'value':>9} {'spread':>9} {'margin':>9} {'ratio':>7}  verdict",
         ]
         for c in self.checks:
             ratio = c.margin / c.spread if c.spread > 0 else math.inf
             verdict = "ok" if c.passed else "FAIL" + (f" (broken by draws {list(c.broken_by)})" if c.broken_by else "")
             lines.append(
-                f"{c.bound.quantity:<34} {c.bound.text():>14} {c.value:>9.4f} {c.spread:>9.4f} {c.margin:>9.4f} "
+                f"{c.bound.quantity:<{width}} {c.bound.text():>14} {c.value:>9.4f} {c.spread:>9.4f} {c.margin:>9.4f} "
                 f"{ratio:>7.1f}  {verdict}"
             )
         return "\n".join(lines)
