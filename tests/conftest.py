@@ -29,7 +29,7 @@ def pytest_addoption(parser):
         default="",
         help="comma-separated draws of posenc_book.robustness.Perturbation under which tests/test_extrapolation.py "
         "trains its models again, failing a claim whose margin is under 3 times its spread (default: none, the "
-        "plain runs only; 1,2,3,4 for the spreads its comments give, about ten minutes on 2 cores)",
+        "plain runs only; 1,2,3,4 for the spreads its comments give, 87 minutes on a busy 2-core machine)",
     )
 
 
