@@ -275,6 +275,7 @@ def test_shuffling_leaves_an_order_blind_model_unchanged_and_hurts_one_that_uses
     torch.manual_seed(0)
     trained = train_and_evaluate("rotary", seed=0, eval_lens=(32,))
     moved = shuffled_context_loss(trained.model, 32, n_sequences=512)
+    # 1.64 over; spread 0.008 over four perturbations of the initial weights (posenc_book.robustness)
     assert moved.shuffled > moved.in_order + 0.5
 
 
