@@ -10,6 +10,8 @@ public API of :mod:`posenc` and :mod:`posenc.nn`. Each module serves the chapter
 - :mod:`posenc_book.bench`: ``python -m posenc_book.bench`` (``make bench``), the timings of chapters 6 and 7;
 - :mod:`posenc_book.extrapolation`: a tiny causal language model trained short and tested long (chapter 9);
 - :mod:`posenc_book.frequency_usage`: which rotary pairs a trained model uses, and p-RoPE (chapter 12);
+- :mod:`posenc_book.robustness`: training claims checked against a perturbation that stands in for another
+  processor (the tests of chapters 9 and 12);
 - :mod:`posenc_book.plotting`: the book's figure style, its legibility check and heat map (every chapter);
 - :mod:`posenc_book.tables`: results tables rendered as HTML, not printed (chapters 4, 6, 8 and 9);
 - :mod:`posenc_book.audit`: adapters to six libraries' positional-encoding code and the audit runner
