@@ -15,6 +15,8 @@ public API of :mod:`posenc` and :mod:`posenc.nn`. Each module serves the chapter
   tensor's values on the host that it and ``tests/test_host_reads.py`` use;
 - :mod:`posenc_book.extrapolation`: a tiny causal language model trained short and tested long (chapter 9);
 - :mod:`posenc_book.frequency_usage`: which rotary pairs a trained model uses, and p-RoPE (chapter 12);
+- :mod:`posenc_book.robustness`: training claims checked against a perturbation that stands in for another
+  processor (the tests of chapters 9 and 12);
 - :mod:`posenc_book.plotting`: the book's figure style, its legibility check and heat map (every chapter);
 - :mod:`posenc_book.tables`: results tables rendered as HTML, not printed (chapters 4, 6, 8 and 9);
 - :mod:`posenc_book.audit`: adapters to six libraries' positional-encoding code and the audit runner
