@@ -234,9 +234,11 @@ PUBLISHED_CONFIGS = {
         ),
         _published(
             "google/gemma-3-4b-it",
-            "the text_config of the published config.json names six keys (two independent copies of the file, and "
-            "vLLM pull request 21927, which lists it as lacking sliding_window_pattern); the rest is "
-            "Gemma3TextConfig's defaults in transformers 5.23 (class_defaults, checked against the class)",
+            "the six keys of the text_config of the published config.json, as copies of the file quote them (found "
+            "by a code search whose index does not name their repositories, so none can be cited here: these six "
+            "values are the ones to recheck against the file itself); vLLM pull request 21927 lists the file as "
+            "lacking sliding_window_pattern; the rest is Gemma3TextConfig's defaults in transformers 5.23 "
+            "(class_defaults, checked against the class)",
             {
                 "model_type": "gemma3_text",
                 "hidden_size": 2560,
@@ -280,8 +282,9 @@ PUBLISHED_CONFIGS = {
         _published(
             "deepseek-ai/DeepSeek-V3",
             "sizes and YaRN values: DeepSeek's repository, inference/configs/config_671B.json and ModelArgs in "
-            "inference/model.py (commit 9b4e978); 163840, 128 key-value heads and the rope_scaling keys as copies of "
-            "the published config.json write them",
+            "inference/model.py (commit 9b4e978); 163840, 128 key-value heads, rope_theta 10000 and the rope_scaling "
+            "keys (mscale and mscale_all_dim 1.0, type yarn) as a copy of the published config.json writes them: the "
+            "one quoted in full in vllm-project/vllm-ascend issue 206 (2025-02-28, transformers_version 4.33.1)",
             {
                 "model_type": "deepseek_v3",
                 "hidden_size": 7168,
