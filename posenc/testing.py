@@ -1930,7 +1930,12 @@ def assert_rotary_matches_config(
         ``rotate_fn(x, positions, layer)`` rotates ``x`` ``(seq, head_dim)``, one query head of layer ``layer``
         (an ``int``, from 0), at ``positions`` ``(seq,)`` as that layer of the model does, and returns the same
         shape: the features the layer rotates turned (and multiplied by its attention factor), the others
-        unchanged, a NoPE layer's head unchanged. ``head_dim`` is that of the layer's :class:`posenc.LayerRotary`
+        unchanged, a NoPE layer's head unchanged. The output must keep the input's feature order: feature ``j``
+        of the output is feature ``j`` of ``x`` turned. An engine that permutes the rotated features of queries
+        and keys alike (transformers' ``apply_rotary_pos_emb_interleave``, which DeepSeek-V3 and other latent
+        attention models call, returns the pairs de-interleaved) leaves the attention scores unchanged but
+        fails this check; permute its output back first (:func:`posenc.rotary_weight_permutation` gives the
+        order). ``head_dim`` is that of the layer's :class:`posenc.LayerRotary`
         (multi-head latent attention: ``qk_nope_head_dim + qk_rope_head_dim``, the rotated features last). A
         ``torch.nn.Module`` gets a float32 tensor and ``positions=`` and ``layer=`` keywords. It is not called
         for layers without attention (the ``"linear_attention"``, ``"conv"`` and ``"mamba"`` layers of hybrid
@@ -1959,8 +1964,8 @@ def assert_rotary_matches_config(
         differ, the first layer's worst entry, and, when the output matches a known misreading of the config,
         which: a NoPE layer rotated or a rotating layer left alone, the default base 10000 in place of the
         config's, another layer type's parameters, the scaling left out, YaRN's ``truncate`` or attention factor
-        not honoured, a ``partial_rotary_factor`` dropped, the partial and proportional conventions swapped, or
-        the pair layout flipped.
+        not honoured, a ``partial_rotary_factor`` dropped, the partial and proportional conventions swapped,
+        the pair layout flipped, or the rotation right but its output de-interleaved (see ``rotate_fn``).
     TypeError, ValueError
         If an argument of the check is invalid, or :meth:`posenc.RotaryPlan.from_config` cannot read ``config``
         (the message names the key), or a layer rotates on several axes (check those with
@@ -1975,7 +1980,14 @@ def assert_rotary_matches_config(
     angle, as :func:`assert_rotary_angles_accurate` allows, so that a float32 implementation passes; any other
     entry by :math:`2^{-20} s`. The config is read once, by :meth:`posenc.RotaryPlan.from_config`, which
     tests/test_model_zoo.py checks against transformers' own rotary classes for every family of transformers
-    5.23.
+    5.23 that posenc reads (the three families posenc refuses are listed there, left out).
+
+    What is checked is the rotation of one head, feature by feature, and the attention factor that multiplies
+    its rotated features. What the attention does outside the rotation is not checked: the softmax scale
+    (:attr:`posenc.LayerRotary.softmax_scale`, such as latent attention's YaRN factor from ``mscale_all_dim``)
+    and the position-dependent query multipliers (:attr:`posenc.LayerRotary.query_scaling`: Llama 4's
+    temperature tuning, ``llama_4_scaling_beta``). An engine that drops them passes; compare them with the plan
+    yourself.
 
     Examples
     --------
@@ -2073,6 +2085,19 @@ def assert_rotary_matches_config(
             f"config's attention factor is {kind.attention_factor:.6g} (YaRN's attention_factor, or mscale and "
             "mscale_all_dim, not read as transformers reads them?)."
         )
+    if kind.layout == "interleaved":
+        # transformers' apply_rotary_pos_emb_interleave returns pair i at features i and i + rotary_dim / 2
+        order = part[posenc.rotary_weight_permutation("interleaved", "halves", kind.rotary_dim)]
+        deinterleaved, bound = expected.copy(), tolerance.copy()
+        deinterleaved[:, part], bound[:, part] = expected[:, order], np.maximum(tolerance[:, part], tolerance[:, order])
+        if np.all(np.abs(out - deinterleaved) <= bound):
+            raise AssertionError(
+                message + f" Layer {layer} matches a known misreading: the rotation right, but its output "
+                f"de-interleaved (pair i returned at features i and i + {kind.rotary_dim // 2} of the rotated "
+                f"{kind.rotary_dim}, as transformers' apply_rotary_pos_emb_interleave returns them). Scores are "
+                "unchanged when queries and keys are permuted alike, but this check compares features in the "
+                "input's order: re-interleave the output (posenc.rotary_weight_permutation) before the check."
+            )
     for candidate, what in _config_candidates(kind, plan):
         if matches(candidate.rotate(x, grid), candidate):
             raise AssertionError(message + f" Layer {layer} matches a known misreading: {what}.")

@@ -1,38 +1,46 @@
-"""Chapter 12's band of bases: above the last failing base it reports, no base of its grid fails.
+"""posenc_book.base_bound: Men et al.'s sum, the condition, and chapter 12's smallest base and band.
 
-The chapter scans the grid of 100 bases per decade from the smallest base at which Men et al.'s condition,
-``sum_i cos(m theta_i) >= 0`` for every distance ``m`` below the context length, holds, up to ten times it, and
-reports the last one that fails. This test checks the rest of the grid for three of its lengths: every base
-above that scan holds, up to the base at which a lower bound on the sum is positive (from there on the condition
-holds at every base, so the band really ends where the chapter says). The bound: a pair that turns by at most
-pi over the context contributes at least ``cos((L - 1) theta_i)``, every other pair at least -1; it only grows
-with the base, since every theta_i but the first shrinks.
+``cosine_sum`` and ``condition_holds`` compute the sum blockwise as a matrix product; here they are compared
+with the sum of the cosines taken directly, and ``base_bound`` with the scan chapter 12 ran before it (every
+grid base from the start, the direct sum at every distance) on the chapter's lengths. The last test checks that
+the band really ends where the chapter says: above the last failing base it reports, no grid base fails, up to
+the base at which a lower bound on the sum is positive (from there on the condition holds at every base). The
+bound: a pair that turns by at most pi over the context contributes at least ``cos((L - 1) theta_i)``, every
+other pair at least -1; it only grows with the base, since every theta_i but the first shrinks.
 """
+
+import functools
 
 import numpy as np
 import pytest
 
 import posenc
+from posenc_book.base_bound import GRID, base_bound, condition_holds, cosine_sum, sum_error
 
 HEAD_DIM = 128
-GRID = 10 ** (np.arange(200, 1000) / 100)  # the chapter's grid: 100 per decade, 100 to 1e10
 
 
-def minimum_sum(base, length):
-    """min over m < length of sum_i cos(m theta_i), in float64."""
-    theta = posenc.rotary_frequencies(HEAD_DIM, base=base)
-    return np.cos(np.outer(np.arange(length), theta)).sum(axis=1).min()
+def direct_sum(base, distances, head_dim=HEAD_DIM):
+    """sum_i cos(m theta_i) at the given distances, one cosine at a time, in float64."""
+    theta = posenc.rotary_frequencies(head_dim, base=base)
+    return np.cos(np.outer(distances, theta)).sum(axis=1)
 
 
-def minimum_sum_float32(base, length):
-    """The same minimum summed in float32 (eight times faster here), and a bound on its error.
+def direct_holds(base, length, head_dim=HEAD_DIM):
+    """The condition as chapter 12 checked it before: the direct sum in float32 at every distance, then in
+    float64 where float32 leaves the sign in doubt (two roundings of each angle, doubled, and 2**-12)."""
+    theta = posenc.rotary_frequencies(head_dim, base=base)
+    m = np.arange(length)
+    rough = np.cos(np.outer(m.astype(np.float32), theta.astype(np.float32))).sum(axis=1)
+    doubt = m[rough < 2.0**-22 * length * theta.sum() + 2.0**-12]
+    return bool(np.all(direct_sum(base, doubt, head_dim) >= 0))
 
-    Each angle is off by at most two roundings, 2 * 2**-24 * m * theta_i, which moves its cosine by no more;
-    the bound doubles that and adds 2**-12 for the rounding of the 64 cosines and of their sum.
-    """
-    theta = posenc.rotary_frequencies(HEAD_DIM, base=base)
-    angles = np.outer(np.arange(length, dtype=np.float32), theta.astype(np.float32))
-    return np.cos(angles).sum(axis=1).min(), 2.0**-22 * length * theta.sum() + 2.0**-12
+
+@functools.cache
+def direct_smallest(length):
+    """Index into GRID of the first base that holds, scanned from the answer for half the length."""
+    start = direct_smallest(length // 2) if length > 512 else 0
+    return next(j for j in range(start, GRID.size) if direct_holds(GRID[j], length))
 
 
 def lower_bound(base, length):
@@ -43,18 +51,52 @@ def lower_bound(base, length):
 
 
 @pytest.mark.parametrize(
+    ("base", "length", "head_dim"),
+    [(10_000.0, 4096, 128), (500_000.0, 16384, 128), (2.0e5, 4097, 64), (8.9e6, 131_072, 128), (4.2e8, 2**20, 128)],
+)
+def test_the_blockwise_sum_is_the_direct_sum_within_its_error_bound(base, length, head_dim):
+    rng = np.random.default_rng(0)
+    # every distance below 16384, or the last 4096 and 4096 drawn from the rest
+    m = np.arange(length) if length <= 16384 else np.r_[rng.integers(0, length, 4096), np.arange(length - 4096, length)]
+    blockwise = cosine_sum(base, length, head_dim)
+    assert blockwise.shape == (length,)
+    error = np.abs(blockwise[m] - direct_sum(base, m, head_dim)).max()
+    assert error < sum_error(length, head_dim) / 4, error
+
+
+@pytest.mark.parametrize("length", [1, 2, 3, 100, 4097, 5000])
+def test_the_condition_checks_every_distance_and_no_more(length):
+    # at base 10000 the sum first dips below zero at some m; the condition must flip exactly past it
+    first_dip = int(np.flatnonzero(direct_sum(10_000.0, np.arange(5000)) < 0)[0])
+    assert condition_holds(10_000.0, length) == (length <= first_dip)
+    assert condition_holds(10_000.0, first_dip) and not condition_holds(10_000.0, first_dip + 1)
+
+
+@pytest.mark.parametrize("length", [512, 1024, 2048, 4096, 8192, 16384])
+def test_base_bound_gives_the_answers_of_the_direct_scan(length):
+    # the scan chapter 12 ran before, with the direct sum: upwards from the half length's answer, and the next 100
+    bound = base_bound(length)
+    k = direct_smallest(length)
+    assert (bound.smallest, bound.below) == (GRID[k], GRID[k - 1])
+    failing = tuple(float(GRID[j]) for j in range(k + 1, k + 101) if not direct_holds(GRID[j], length))
+    assert bound.failing == failing
+
+
+def test_base_bound_with_another_head_size():
+    bound = base_bound(4096, head_dim=64)
+    assert direct_holds(bound.smallest, 4096, 64) and not direct_holds(bound.below, 4096, 64)
+    assert bound.smallest > base_bound(4096).smallest  # fewer pairs need a larger base
+
+
+@pytest.mark.parametrize(
     ("length", "smallest", "last_failing"),
     [(4096, 28_840, 54_954), (8192, 91_201, 177_828), (16384, 234_423, 1_318_257)],
 )
 def test_no_grid_base_above_the_chapters_band_fails(length, smallest, last_failing):
-    first = int(np.argmin(np.abs(GRID - smallest)))
-    assert abs(GRID[first] / smallest - 1) < 1e-4 and minimum_sum(GRID[first], length) >= 0
-    assert minimum_sum(GRID[first - 1], length) < 0
-    end = int(np.argmin(np.abs(GRID - last_failing)))
-    assert minimum_sum(GRID[end], length) < 0
+    bound = base_bound(length)
+    assert round(bound.smallest) == smallest and round(bound.band_end) == last_failing
+    end = int(np.argmin(np.abs(GRID - bound.band_end)))
     safe = next(j for j in range(end, len(GRID)) if lower_bound(GRID[j], length) > 0)
     for j in range(end + 1, safe + 1):
-        # the smallest sum above the band is 0.035 (at 4096), several times the float32 error bound (0.006)
-        rough, error = minimum_sum_float32(GRID[j], length)
-        assert rough > error, f"the grid base {GRID[j]:.6g} above the band may fail at {length}"
+        assert condition_holds(GRID[j], length), f"the grid base {GRID[j]:.6g} above the band fails at {length}"
     assert lower_bound(GRID[-1], length) > 0  # and the bound only grows from there

@@ -13,9 +13,10 @@ rest, see :func:`coordinates`), in float32. NoPE layers are checked against the 
 *What transformers does not serve is not tested against it*, and is listed here as data: configuration classes
 whose defaults transformers' own rotary cannot run (:data:`REFUSED_BY_BOTH`: posenc must refuse them too, and
 the test shows transformers failing), classes that rotate nothing (:data:`NOT_ROTARY`), and the families posenc
-cannot serve (:data:`LEFT_OUT`, at most 5% of the families). :data:`OVERRIDES` replaces a default that gives an
-odd rotary width (transformers rounds it up; posenc refuses it, which :func:`test_odd_rotary_widths_are_refused`
-checks) or a broken default, with the value a published config ships.
+cannot serve (:data:`posenc_book.zoo.LEFT_OUT`, at most 5% of the families, which chapter 15 lists from there).
+:data:`posenc_book.zoo.OVERRIDES` replaces a default that gives an odd rotary width (transformers rounds it up;
+posenc refuses it, which :func:`test_odd_rotary_widths_are_refused` checks) or a broken default, with the value a
+published config ships.
 
 *Tolerance*, per rotated feature: transformers forms the angle ``position * inv_freq`` in float32 from a float32
 inverse frequency (relative error at most ``(ln(base) + 4) * 2**-24``: the exponent's rounding times ``ln(base)``,
@@ -46,21 +47,11 @@ import torch
 import posenc
 from posenc._families import FAMILIES
 from posenc.nn import rotary_embedding
-from posenc_book.zoo import model_type_of, rotary_configs
+from posenc_book.zoo import LEFT_OUT, OVERRIDES, model_type_of, rotary_configs
 
 pytestmark = pytest.mark.usefixtures("quiet_transformers")
 
 EPS32 = 2.0**-24
-
-LEFT_OUT = {
-    "efficientloftr": "its rotary covers the whole hidden size at 4 x the head's frequencies (partial_rotary_factor "
-    "4.0) on an image grid computed inside the module; posenc refuses partial_rotary_factor > 1",
-    "musicflamingo": "its angles are audio timestamps times a window position, computed inside the module from "
-    "`timestamps`; no position or coordinate posenc could be given",
-    "hunyuan_vl": "its M-RoPE splits the doubled cos/sin table into sections, so the two features of a pair can "
-    "follow different axes (not a rotation); posenc refuses mrope_section (and transformers' default config has none)",
-}
-"""Families posenc cannot serve, with the reason; posenc refuses each with a ValueError (tested below)."""
 
 NOT_ROTARY = {
     "InternLM3Config": "no modeling code in transformers 5.23 (the model runs from the Hub's remote code)",
@@ -76,21 +67,6 @@ REFUSED_BY_BOTH = {
     "HunYuanVLTextConfig": "no mrope_section (len(None) fails)",
 }
 """Default configs transformers' own rotary cannot run (the error it raises is shown): posenc refuses them too."""
-
-OVERRIDES: dict[str, tuple[dict[str, Any], str]] = {
-    "Glm4MoeConfig": (dict(head_dim=128), "default 4096 / 96 heads = 42 features, 21 rotated; GLM-4.5 ships 128"),
-    "Glm4vMoeTextConfig": (dict(head_dim=128), "default 4096 / 96 heads = 42 features, 21 rotated; GLM-4.5V ships 128"),
-    "Glm4vTextConfig": (
-        dict(rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5}),
-        "GLM-4.1V-9B-Thinking ships partial_rotary_factor 0.5, for which [8, 12, 12] sums to the 32 pairs",
-    ),
-    "GlmImageTextConfig": (
-        dict(rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5}),
-        "as GLM-4.1V: partial_rotary_factor 0.5 for the default mrope_section [8, 12, 12]",
-    ),
-    "Qwen3OmniMoeTextConfig": (dict(head_dim=128), "Qwen3-Omni-30B-A3B ships head_dim 128"),
-}
-"""Configs tested with published values in place of a default that transformers cannot run or posenc refuses."""
 
 ROTARY_CLASS = {
     "Qwen3OmniMoeTalkerCodePredictorConfig": "Qwen3OmniMoeRotaryEmbedding",

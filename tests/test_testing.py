@@ -722,6 +722,14 @@ def _laguna_default_mscale(x, p, layer):
     return out
 
 
+def _deepseek_output_deinterleaved(x, p, layer):
+    """The right rotation, its rotated features returned de-interleaved, as transformers'
+    apply_rotary_pos_emb_interleave returns them: pair i at features i and i + 32 of the 64 (scores unchanged)."""
+    out = _by_plan(CONFIGS["deepseek_v3"])(x, p, layer)
+    out[:, 128:] = out[:, 128:][:, posenc.rotary_weight_permutation("interleaved", "halves", 64)]
+    return out
+
+
 MISREADINGS = {
     "v4 reader of a v5 config": (
         "llama (v5 rope_parameters)",
@@ -767,6 +775,9 @@ MISREADINGS = {
         "deepseek_v3", _replaced(CONFIGS["deepseek_v3"], layout="halves"), "the pairs taken as halves",
     ),
     "every layer left alone": ("deepseek_v3", lambda x, p, layer: x, "leaves layer 0 unrotated"),
+    "latent output de-interleaved": (
+        "deepseek_v3", _deepseek_output_deinterleaved, "the rotation right, but its output de-interleaved",
+    ),
 }  # fmt: skip
 """Misreadings of a config seen in engines (chapter 10 cites the threads): (config, rotate_fn, what the check says)."""
 

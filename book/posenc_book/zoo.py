@@ -21,10 +21,13 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import posenc
 
 __all__ = [
+    "LEFT_OUT",
+    "OVERRIDES",
     "PUBLISHED_CONFIGS",
     "PublishedConfig",
     "ZooEntry",
@@ -39,6 +42,33 @@ __all__ = [
 
 MODEL_TYPES = {"Qwen3OmniMoeCode2WavConfig": "qwen3_omni_moe_code2wav"}
 """Configuration classes without a ``model_type`` of their own, and the name posenc's table gives them."""
+
+LEFT_OUT = {
+    "efficientloftr": "its rotary covers the whole hidden size at 4 x the head's frequencies (partial_rotary_factor "
+    "4.0) on an image grid computed inside the module; posenc refuses partial_rotary_factor > 1",
+    "musicflamingo": "its angles are audio timestamps times a window position, computed inside the module from "
+    "timestamps; no position or coordinate posenc could be given",
+    "hunyuan_vl": "its M-RoPE splits the doubled cos/sin table into sections, so the two features of a pair can "
+    "follow different axes (not a rotation); posenc refuses mrope_section (and transformers' default config has none)",
+}
+"""Families posenc cannot serve, with the reason: the census test (tests/test_model_zoo.py) leaves them out and checks
+that posenc refuses each with a ValueError; chapter 15 lists them."""
+
+OVERRIDES: dict[str, tuple[dict[str, Any], str]] = {
+    "Glm4MoeConfig": (dict(head_dim=128), "default 4096 / 96 heads = 42 features, 21 rotated; GLM-4.5 ships 128"),
+    "Glm4vMoeTextConfig": (dict(head_dim=128), "default 4096 / 96 heads = 42 features, 21 rotated; GLM-4.5V ships 128"),
+    "Glm4vTextConfig": (
+        dict(rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5}),
+        "GLM-4.1V-9B-Thinking ships partial_rotary_factor 0.5, for which [8, 12, 12] sums to the 32 pairs",
+    ),
+    "GlmImageTextConfig": (
+        dict(rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5}),
+        "as GLM-4.1V: partial_rotary_factor 0.5 for the default mrope_section [8, 12, 12]",
+    ),
+    "Qwen3OmniMoeTextConfig": (dict(head_dim=128), "Qwen3-Omni-30B-A3B ships head_dim 128"),
+}
+"""Configuration classes the census test runs with a published value in place of a default that transformers cannot
+run or posenc refuses (class name: the keys replaced, and whose value it is). GLM-Image's is GLM-4.1V's."""
 
 _MENTIONS_ROTARY = re.compile(r"rope_parameters|rope_theta|rope_scaling|rotary")
 _ROPE_FIELDS = {"rope_parameters", "rope_theta", "rope_scaling"}
@@ -204,9 +234,11 @@ PUBLISHED_CONFIGS = {
         ),
         _published(
             "google/gemma-3-4b-it",
-            "the text_config of the published config.json names six keys (two independent copies of the file, and "
-            "vLLM pull request 21927, which lists it as lacking sliding_window_pattern); the rest is "
-            "Gemma3TextConfig's defaults in transformers 5.23 (class_defaults, checked against the class)",
+            "the six keys of the text_config of the published config.json, as copies of the file quote them (found "
+            "by a code search whose index does not name their repositories, so none can be cited here: these six "
+            "values are the ones to recheck against the file itself); vLLM pull request 21927 lists the file as "
+            "lacking sliding_window_pattern; the rest is Gemma3TextConfig's defaults in transformers 5.23 "
+            "(class_defaults, checked against the class)",
             {
                 "model_type": "gemma3_text",
                 "hidden_size": 2560,
@@ -250,8 +282,9 @@ PUBLISHED_CONFIGS = {
         _published(
             "deepseek-ai/DeepSeek-V3",
             "sizes and YaRN values: DeepSeek's repository, inference/configs/config_671B.json and ModelArgs in "
-            "inference/model.py (commit 9b4e978); 163840, 128 key-value heads and the rope_scaling keys as copies of "
-            "the published config.json write them",
+            "inference/model.py (commit 9b4e978); 163840, 128 key-value heads, rope_theta 10000 and the rope_scaling "
+            "keys (mscale and mscale_all_dim 1.0, type yarn) as a copy of the published config.json writes them: the "
+            "one quoted in full in vllm-project/vllm-ascend issue 206 (2025-02-28, transformers_version 4.33.1)",
             {
                 "model_type": "deepseek_v3",
                 "hidden_size": 7168,
