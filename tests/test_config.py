@@ -84,14 +84,37 @@ def test_what_the_published_configs_say():
     assert qwen.axes == ("time", "height", "width") and qwen.axis_of_pair == (0,) * 16 + (1,) * 24 + (2,) * 24
 
 
-def test_gemma_3s_sparse_file_is_refused_naming_the_key_its_class_fills_in():
-    """gemma-3-4b-it's text_config says neither which layers slide nor their base: transformers takes both from
-    Gemma3TextConfig; posenc, which does not import transformers, refuses the dict and names the key."""
-    with pytest.raises(ValueError, match="sliding_window_pattern"):
-        RotaryPlan.from_config(PUBLISHED_CONFIGS["google/gemma-3-4b-it"].as_dict())
-    with_pattern = {**PUBLISHED_CONFIGS["google/gemma-3-4b-it"].as_dict(), "sliding_window_pattern": 6}
-    with pytest.raises(ValueError, match="rope_local_base_freq"):
-        RotaryPlan.from_config(with_pattern)
+def test_gemma_3s_sparse_file_reads_and_rotates_as_transformers_reads_it():
+    """gemma-3-4b-it's text_config as published says neither which layers slide nor their bases: posenc fills them
+    in with Gemma3TextConfig's defaults, as transformers does (the same plan as the class built from the same dict,
+    the same rotation as its rotary embedding), and names each default it used."""
+    from transformers import Gemma3TextConfig
+
+    published = PUBLISHED_CONFIGS["google/gemma-3-4b-it"]
+    plan = RotaryPlan.from_config(published.as_dict())
+    theirs = Gemma3TextConfig.from_dict(published.as_dict())
+    assert plan.layers == RotaryPlan.from_config(theirs).layers
+    assert plan.layers == RotaryPlan.from_config(published.as_dict(with_class_defaults=True)).layers
+    compare_against(published.as_dict(), theirs)
+    assert plan.config_class == "Gemma3TextConfig"
+    assert {key: plan.defaults_used[key] for key in ("sliding_window_pattern", "rope_theta", "rope_local_base_freq")} == {
+        key: published.class_defaults[key] for key in ("sliding_window_pattern", "rope_theta", "rope_local_base_freq")
+    }
+    assert not set(plan.defaults_used) & set(published.values)
+    assert "rope_local_base_freq = 10000.0" in repr(plan)
+
+
+def test_a_minimal_dict_reads_with_its_classs_defaults_and_says_so():
+    """A Llama dict without a base reads with LlamaConfig's default, 10000, and the plan says it came from there; a
+    config object records nothing (transformers filled it in)."""
+    from transformers import LlamaConfig
+
+    raw = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2}
+    plan = RotaryPlan.from_config(copy.deepcopy(raw))
+    assert plan.kinds[0].base == LlamaConfig().rope_parameters["rope_theta"] == 10000.0
+    assert dict(plan.defaults_used) == {"rope_theta": 10000.0, "max_position_embeddings": 2048}
+    assert plan.max_position_embeddings == LlamaConfig().max_position_embeddings
+    assert dict(RotaryPlan.from_config(LlamaConfig.from_dict(raw)).defaults_used) == {}
 
 
 def test_the_class_defaults_added_to_gemma_3s_file_are_the_classs():
@@ -269,15 +292,15 @@ LLAMA = REAL_CONFIGS["meta-llama/Llama-3.1-8B-Instruct"]
     ("change", "message"),
     [
         (dict(model_type="llama_v9"), "model_type.*llama_v9"),
-        (dict(rope_theta=None), "rope_theta"),
+        (dict(model_type="laguna", rope_theta=None), "rope_theta"),  # LagunaConfig takes the rope dict as given
         (dict(rope_scaling={"rope_type": "linear", "factor": 2.0, "llama_4_scaling_beta": 0.1}), "scaling_beta"),
         (dict(rope_scaling={"rope_type": "yarn", "factor": 2.0, "attention_factr": 1.0}), "attention_factr"),
         (dict(rope_scaling={"rope_type": "ntk_alpha", "alpha": 2.0}), "rope_type"),
         (dict(model_type="deepseek_v3", qk_rope_head_dim=64, qk_nope_head_dim=128, partial_rotary_factor=0.5), "rope"),
-        (dict(model_type="llama4_text", no_rope_layers=None), "no_rope_layer_interval"),
+        (dict(model_type="llama4_text", no_rope_layers=[1, 1, 0]), "no_rope_layers"),  # 3 entries, 32 layers
         (dict(model_type="qwen2_vl_text", rope_scaling={"type": "mrope", "mrope_section": [16, 24]}), "mrope_section"),
         (dict(model_type="hunyuan_vl_text", rope_scaling={"mrope_section": [16, 16, 16, 16]}), "mrope_section"),
-        (dict(model_type="gemma3_text", layer_types=None), "sliding_window_pattern"),
+        (dict(model_type="dots3_note_text", layer_types=None), "layer_types"),  # derived by a rule posenc lacks
         (dict(rope_scaling={"main": {"rope_type": "default"}, "compress": {"rope_type": "default"}}), "main"),
         (dict(model_type="gpt_neox", rotary_pct=0.34), "partial_rotary_factor"),  # int(128 * 0.34) = 43 features
     ],
