@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 export SOURCE_DATE_EPOCH
 
-.PHONY: venv book test lint unit notebooks bench favicon check-site check-reproducible check-portable clean
+.PHONY: venv book test lint unit notebooks bench check-gpu favicon check-site check-reproducible check-portable clean
 
 venv: $(STAMP)
 
@@ -55,6 +55,14 @@ notebooks: $(STAMP) $(KERNEL_CONFIG)
 # not part of `test`). The benchmark is one of the book's helpers, book/posenc_book/bench.py.
 bench: $(STAMP)
 	$(BIN)/python -m posenc_book.bench
+
+# posenc.nn on a CUDA GPU, in one run that writes _build/check-gpu.md (book/posenc_book/bench_gpu.py): parity in
+# float32 and bfloat16, no host reads or synchronisations, a tiny Llama with posenc's rotary, torch.compile,
+# FlexAttention at 16k and 64k tokens, and timings against transformers, Liger-Kernel and flash-attn (those two
+# where installed). A few minutes on one H100; not part of `test` or CI. Without a CUDA GPU it says so and exits 0
+# (`$(BIN)/python -m posenc_book.bench_gpu --device cpu` runs the parts that do not need CUDA on the CPU).
+check-gpu: $(STAMP)
+	$(BIN)/python -m posenc_book.bench_gpu --out _build/check-gpu.md
 
 # Redraw the site's icon, book/site_root/favicon.ico (committed; tests/test_favicon.py checks it matches).
 favicon: $(STAMP)

@@ -1,5 +1,5 @@
-"""Shared test set-up: deterministic hypothesis settings (a failure reproduces on every machine), and a
-quiet transformers logger for the parity tests."""
+"""Shared test set-up: deterministic hypothesis settings (a failure reproduces on every machine), a quiet
+transformers logger for the parity tests, and the option that re-runs chapter 9's training claims perturbed."""
 
 import logging
 
@@ -21,3 +21,20 @@ def quiet_transformers():
     logger.setLevel(logging.ERROR)
     yield
     logger.setLevel(level)
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--claim-draws",
+        default="",
+        help="comma-separated draws of posenc_book.robustness.Perturbation under which tests/test_extrapolation.py "
+        "trains its models again, failing a claim whose margin is under 3 times its spread (default: none, the "
+        "plain runs only; 1,2,3,4 for the spreads its comments give, 87 minutes on a busy 2-core machine)",
+    )
+
+
+@pytest.fixture(scope="session")
+def claim_draws(request):
+    """The perturbation draws given with ``--claim-draws`` (empty: the plain run only)."""
+    text = request.config.getoption("--claim-draws")
+    return tuple(int(draw) for draw in text.split(",") if draw.strip())

@@ -20,7 +20,11 @@ def tiny():
 def test_every_approach_is_timed_and_checked_against_float64(tiny):
     names = [row["approach"] for row in tiny["approaches"]]
     assert names[0] == "x.clone() (bound)" and tiny["approaches"][0]["x_clone"] == 1.0
-    assert {"posenc RotaryEmbedding, interleaved", "posenc RotaryEmbedding, halves"} <= set(names)
+    assert {
+        f"posenc RotaryEmbedding, {layout}{by}"
+        for layout in ("interleaved", "halves")
+        for by in ("", ", position_ids", ", new position_ids per call")
+    } <= set(names)
     assert any(name.startswith("transformers") for name in names) and "rotary-embedding-torch" in names
     for row in tiny["approaches"][1:]:
         assert row["ms"] > 0 and row["max_abs_error"] < 1e-5, row  # positions < 32: float32 angles are fine here
@@ -44,7 +48,7 @@ def test_bfloat16_posenc_is_one_rounding_from_exact(tiny):
 
 def test_targets_are_reported_and_the_precision_target_is_met(tiny):
     targets = {target["target"]: target for target in tiny["targets"]}
-    assert len(targets) == 7
+    assert len(targets) == 9
     assert targets["posenc float32 error at positions up to 2**20"]["met"] is True
 
 

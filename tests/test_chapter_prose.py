@@ -90,3 +90,36 @@ def figure_texts(path):
 def test_figures_name_the_formula_not_the_note(path):
     """A caption or alt text names what is drawn (the formula), never a research note by number."""
     assert note_mentions(figure_texts(path)) == [], f"{path.name}: a figure's caption or alt text names a note"
+
+
+# Chapter 10's summary counts the issue and pull-request threads its first six families cite ("Bugs from N
+# issues and pull requests ... in six families") and cites them again in that bullet. A thread is a
+# bibliography entry whose url is a GitHub issue or pull request; papers cited in the same sections are not.
+GALLERY = ROOT / "notebooks" / "10_bug_gallery.ipynb"
+CITE = re.compile(r"\{cite:[tp]\}`([^`]*)`")
+
+
+def github_threads(keys):
+    """The keys among ``keys`` whose entry in book/references.bib has a GitHub issue or pull-request url."""
+    bib = (ROOT / "book" / "references.bib").read_text(encoding="utf-8")
+    urls = dict(re.findall(r"@\w+\{([^,\s]+),.*?url\s*=\s*\{([^}]*)\}", bib, flags=re.S))
+    return {key for key in keys if re.search(r"github\.com/.+/(issues|pull)/\d+", urls.get(key, ""))}
+
+
+def cited_keys(text):
+    return {key.strip() for body in CITE.findall(text) for key in body.split(",")}
+
+
+def test_gallery_summary_counts_the_threads_of_families_1_to_6():
+    texts = markdown_sources(GALLERY)
+    first = next(i for i, text in enumerate(texts) if text.startswith("## Family 1:"))
+    seventh = next(i for i, text in enumerate(texts) if text.startswith("## Family 7:"))
+    threads = github_threads(cited_keys("\n".join(texts[first:seventh])))
+    summary = next(text for text in texts if text.startswith("## Summary"))
+    bullet = summary.split("\n- ")[1]
+    count = re.search(r"(\d+) issues and pull requests", bullet)
+    assert count, "the summary's first bullet no longer says 'N issues and pull requests'"
+    assert int(count.group(1)) == len(threads), (
+        f"the summary counts {count.group(1)} issues and pull requests; families 1 to 6 cite {len(threads)}"
+    )
+    assert github_threads(cited_keys(bullet)) == threads, "the summary's first bullet cites other threads"

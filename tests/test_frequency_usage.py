@@ -1,11 +1,14 @@
 """Which rotary frequencies a trained model uses, and p-RoPE (posenc_book.frequency_usage and chapter 12).
 
-Three groups: p-RoPE's rotation (the dropped pairs are never rotated, the kept pairs rotate as RoPE's,
+Four groups: p-RoPE's rotation (the dropped pairs are never rotated, the kept pairs rotate as RoPE's,
 p = 1 is RoPE, p = 0 is no positional encoding), the usage measurement (it reads the pairs the heads
-actually use), and chapter 12's claims re-run on seeds the chapter does not use (seed 0 is the page's).
-The last group trains six small models (a few seconds each on one thread).
+actually use), where heads attend and what removing pairs does, and chapter 12's claims re-run on seeds the
+chapter does not use (seed 0 is the page's). The last group trains six small models five times each, plainly
+and under four perturbations of their initial weights (posenc_book.robustness), a few seconds each on one
+thread.
 """
 
+import copy
 import functools
 
 import numpy as np
@@ -16,8 +19,19 @@ from hypothesis import strategies as st
 
 import posenc
 from posenc.nn import RotaryEmbedding
-from posenc_book.extrapolation import TinyCausalLM
-from posenc_book.frequency_usage import NoRotation, frequency_usage, kept_pairs, p_rope, train_rotary
+from posenc_book.extrapolation import TinyCausalLM, evaluate
+from posenc_book.frequency_usage import (
+    NoRotation,
+    _attention_weights,
+    _projections,
+    attention_by_offset,
+    frequency_usage,
+    kept_pairs,
+    p_rope,
+    train_rotary,
+    without_pairs,
+)
+from posenc_book.robustness import Bound, active_perturbation, assert_claim, check_claim, perturbed
 
 # --- p-RoPE's rotation ----------------------------------------------------------------------------------------
 
@@ -127,40 +141,202 @@ def test_usage_finds_the_one_pair_a_head_uses(layer, head, pair):
     np.testing.assert_allclose(usage.share.sum(axis=-1), 1.0, rtol=0, atol=1e-12)
 
 
-# --- Chapter 12's claims on other seeds --------------------------------------------------------------------
+# --- Attention by offset and the ablation of pairs -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: TinyCausalLM("rotary", d_model=32, n_heads=2),
+        lambda: TinyCausalLM("rotary", d_model=32, n_heads=2, nope_layer_interval=2),  # block 2 does not rotate
+        lambda: _with_rotary(TinyCausalLM("rotary", d_model=32, n_heads=2), p_rope(16, 0.75)),
+    ],
+    ids=["rope", "rope+nope", "p-rope"],
+)
+def test_attention_weights_reproduce_the_models_attention_output(make):
+    torch.manual_seed(4)
+    model = make().eval()
+    tokens = torch.randint(0, 16, (3, 20))
+    mixed = []
+    hooks = [b.out.register_forward_hook(lambda _m, inputs, _o: mixed.append(inputs[0])) for b in model.blocks]
+    with torch.no_grad():
+        model(tokens)
+    for hook in hooks:
+        hook.remove()
+    weights = _attention_weights(model, tokens)
+    for layer, (w, (_q, _k, v)) in enumerate(zip(weights, _projections(model, tokens))):
+        assert torch.all(w.triu(1) == 0)  # causal
+        torch.testing.assert_close(w.sum(-1), torch.ones(3, 2, 20))
+        ours = (w @ v).transpose(1, 2).reshape(3, 20, 32)
+        torch.testing.assert_close(ours, mixed[layer], rtol=0, atol=1e-5)
+
+
+def _with_rotary(model, rotary):
+    model.rotary = rotary
+    return model
+
+
+def test_attention_by_offset_is_uniform_over_the_prefix_when_queries_are_zero():
+    torch.manual_seed(0)
+    model = TinyCausalLM("rotary", d_model=32, n_heads=2)
+    with torch.no_grad():
+        for block in model.blocks:
+            block.qkv.weight[:32] = 0.0  # every query is 0: each query at i attends 1 / (i + 1) to every key
+            block.qkv.bias[:32] = 0.0
+    weights = attention_by_offset(model, length=12, n_sequences=4)
+    expected = [np.mean([1 / (i + 1) for i in range(max(d, 2), 12)]) for d in range(12)]
+    np.testing.assert_allclose(weights, np.broadcast_to(expected, (2, 2, 12)), rtol=1e-6)
+
+
+def test_without_pairs_removes_those_pairs_from_queries_and_keys_only():
+    torch.manual_seed(0)
+    model = TinyCausalLM("rotary", d_model=64, n_heads=4)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    ablated = without_pairs(model, [0, 7])
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())  # the model is untouched
+    share = frequency_usage(ablated, n_sequences=4).share
+    assert np.all(share[..., [0, 7]] == 0) and np.all(share[..., 1:7] > 0)
+    for block, original in zip(ablated.blocks, model.blocks):  # the values are the model's
+        assert torch.equal(block.qkv.weight[128:], original.qkv.weight[128:])
+    assert not ablated.training
+
+
+@pytest.mark.argument_check
+@pytest.mark.parametrize("pairs", [[8], [-1], [1.0], [True]])
+def test_without_pairs_refuses_pairs_a_head_does_not_have(pairs):
+    with pytest.raises(ValueError, match=r"pairs must be ints in \[0, 8\)"):
+        without_pairs(TinyCausalLM("rotary", d_model=64, n_heads=4), pairs)
+
+
+# --- Chapter 12's claims on other seeds, under perturbation ----------------------------------------------------
+# Each claim is checked with posenc_book.robustness.assert_claim: the six models are trained plainly and under
+# four perturbations of their initial weights (draws 1-4, 1e-6), and a bound fails when its margin is under
+# three times the spread of its number over those runs. The comments give "value, spread" of the seed nearest
+# to the bound, as measured on the book's 2-core AMD EPYC with AVX-512 (pytest -s prints each claim's table).
 
 CLAIM_SEEDS = (1, 2, 3)  # the chapter trains seed 0
 FAST = 3  # the three fastest of the eight pairs
 
 
 @functools.cache
-def _trained(seed, fraction):
-    return train_rotary(fraction, seed=seed)
+def _trained(seed, fraction, perturbation):
+    with perturbed(perturbation):
+        return train_rotary(fraction, seed=seed)
 
 
-@pytest.mark.parametrize("seed", CLAIM_SEEDS)
-def test_trained_rope_heads_use_the_fastest_pairs(seed):
-    result = _trained(seed, 1.0)
-    trained = result.trained.share[..., :FAST].sum(axis=-1)
-    untrained = result.untrained.share[..., :FAST].sum(axis=-1)
-    print(
-        f"seed {seed}: fast share trained min {trained.min():.2f} mean {trained.mean():.2f}, "
-        f"untrained max {untrained.max():.2f} mean {untrained.mean():.2f}"
+def _run(seed, fraction):
+    """The model of ``seed`` and ``fraction`` under the active perturbation (trained once per perturbation)."""
+    return _trained(seed, fraction, active_perturbation())
+
+
+def check(measure, bounds):
+    result = assert_claim(measure, bounds)
+    print("\n" + result.table())
+    return result
+
+
+def test_trained_rope_heads_use_the_fastest_pairs():
+    def measure():
+        trained = [_run(seed, 1.0).trained.share[..., :FAST].sum(-1) for seed in CLAIM_SEEDS]
+        untrained = [_run(seed, 1.0).untrained.share[..., :FAST].sum(-1) for seed in CLAIM_SEEDS]
+        return {
+            "fast share, lowest trained head": [t.min() for t in trained],
+            "fast share, highest untrained head": [u.max() for u in untrained],
+            "fast share, mean over trained heads": [t.mean() for t in trained],
+        }
+
+    check(
+        measure,
+        [
+            Bound("fast share, lowest trained head", above=0.5),  # every head, after training: 0.61, 0.020 (seed 3)
+            Bound("fast share, highest untrained head", below=0.5),  # none before: 0.43, 0.000
+            Bound("fast share, mean over trained heads", above=0.65),  # 0.74, 0.010 (seed 2)
+        ],
     )
-    assert trained.min() > 0.5 > untrained.max()  # every head, after training; none before
-    assert trained.mean() > 0.65
 
 
-@pytest.mark.parametrize("seed", CLAIM_SEEDS)
-def test_p_rope_matches_rope_at_the_training_length_and_neither_extrapolates(seed):
-    rope, prope = _trained(seed, 1.0), _trained(seed, 0.75)
-    print(f"seed {seed}: RoPE {rope.losses}, p-RoPE 0.75 {prope.losses}")
-    assert abs(prope.losses[32] - rope.losses[32]) < 0.015
-    for result in (rope, prope):
-        assert result.losses[128] - result.losses[32] > 0.8
+def test_second_layer_heads_attend_to_the_last_two_symbols_through_the_fastest_pairs():
+    # the chapter's ablation: the queries and keys without pairs 0-2 (the fastest) or 5-7 (the slowest)
+    def measure():
+        numbers = {}
+        for seed in CLAIM_SEEDS:
+            model = _run(seed, 1.0).model
+            models = {
+                "all": model,
+                "fastest": without_pairs(model, [0, 1, 2]),
+                "slowest": without_pairs(model, [5, 6, 7]),
+            }
+            # (layers, heads) attention on the current and the previous symbol
+            near = {name: attention_by_offset(m)[..., :2].sum(-1) for name, m in models.items()}
+            loss = {name: evaluate(m, 32) for name, m in models.items()}
+            for key, value in {
+                "layer 2's attention on them, mean over heads": near["all"][1].mean(),
+                "without 0-2: highest head": near["fastest"][1].max(),
+                "without 0-2: loss rise": loss["fastest"] - loss["all"],
+                "without 5-7: largest change of a head": np.abs(near["slowest"] - near["all"]).max(),
+                "without 5-7: loss rise": loss["slowest"] - loss["all"],
+            }.items():
+                numbers.setdefault(key, []).append(value)
+        return numbers
+
+    check(
+        measure,
+        [
+            Bound("layer 2's attention on them, mean over heads", above=0.6),  # 0.75, 0.027 (seed 1)
+            Bound("without 0-2: highest head", below=0.4),  # 0.24, 0.042 (seed 2; layer 2)
+            Bound("without 0-2: loss rise", above=1.0),  # 1.31, 0.062 (seed 3); 1.55, 0.14 (seed 2)
+            Bound("without 5-7: largest change of a head", below=0.12),  # 0.079, 0.006 (seed 3; either layer)
+            Bound("without 5-7: loss rise", below=0.25),  # 0.12, 0.021 (seed 1)
+        ],
+    )
 
 
-def test_neither_rope_nor_p_rope_is_lower_beyond_the_training_length_on_every_seed():
-    gaps = [_trained(seed, 0.75).losses[128] - _trained(seed, 1.0).losses[128] for seed in CLAIM_SEEDS]
-    print("p-RoPE minus RoPE at 128:", [round(gap, 3) for gap in gaps])
-    assert min(gaps) < 0 < max(gaps)
+def test_p_rope_is_nearly_rope_and_neither_extrapolates():
+    def measure():
+        rope = [_run(seed, 1.0) for seed in CLAIM_SEEDS]
+        prope = [_run(seed, 0.75) for seed in CLAIM_SEEDS]
+        swapped = []
+        for r in rope:  # the trained RoPE model rotated as p-RoPE rotates, without retraining
+            model = copy.deepcopy(r.model)
+            model.rotary = p_rope(16, 0.75)
+            swapped.append({n: evaluate(model, n) for n in (32, 128)})
+        return {
+            "|p-RoPE - RoPE| at 32": [abs(p.losses[32] - r.losses[32]) for p, r in zip(prope, rope)],
+            "rise from 32 to 128": [x.losses[128] - x.losses[32] for x in rope + prope],
+            "|p-RoPE - RoPE| at 128": [abs(p.losses[128] - r.losses[128]) for p, r in zip(prope, rope)],
+            "|RoPE model with p-RoPE's rotation - RoPE| at 32": [
+                abs(s[32] - r.losses[32]) for s, r in zip(swapped, rope)
+            ],
+            "|RoPE model with p-RoPE's rotation - RoPE| at 128": [
+                abs(s[128] - r.losses[128]) for s, r in zip(swapped, rope)
+            ],
+        }
+
+    check(
+        measure,
+        [
+            Bound("|p-RoPE - RoPE| at 32", below=0.08),  # 0.005, 0.009 (seed 3)
+            Bound("rise from 32 to 128", above=0.8),  # 0.97, 0.027 (seed 3, RoPE)
+            Bound("|p-RoPE - RoPE| at 128", below=0.4),  # 0.004, 0.041 (seed 2)
+            Bound("|RoPE model with p-RoPE's rotation - RoPE| at 32", below=1e-3),  # under 1e-5
+            Bound("|RoPE model with p-RoPE's rotation - RoPE| at 128", below=0.01),  # 0.0005, 0.0005 (seed 2)
+        ],
+    )
+
+
+def test_which_of_rope_and_p_rope_is_lower_beyond_the_training_length_is_not_a_robust_claim():
+    """The claim of issue 29, refused: on every seed, the sign of p-RoPE minus RoPE at 128 moves under perturbation.
+
+    The test this replaces asserted min(gaps) < 0 < max(gaps) over these seeds on the plain runs: +0.007, -0.004,
+    +0.016 on an AVX-512 machine, +0.020, +0.013, +0.009 with its kernels capped at AVX2. Here each seed's sign,
+    either way, is checked with the helper, and each is refused: its margin is under three times its spread.
+    """
+    for seed in CLAIM_SEEDS:
+
+        def measure(seed=seed):
+            return {"p-RoPE - RoPE at 128": _run(seed, 0.75).losses[128] - _run(seed, 1.0).losses[128]}
+
+        lower = check_claim(measure, [Bound("p-RoPE - RoPE at 128", below=0.0)])
+        higher = check_claim(measure, [Bound("p-RoPE - RoPE at 128", above=0.0)])
+        print(f"\nseed {seed}\n{lower.table()}\n{higher.table()}")
+        assert not lower.passed and not higher.passed

@@ -8,6 +8,8 @@ static cache's position, a 0-d tensor here), and, for rotary, tensors laid out `
 
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 import pytest
 import torch
@@ -87,6 +89,104 @@ def test_positions_that_do_not_broadcast_are_refused_with_the_shapes():
         rope(torch.zeros(2, 3, 5, 8), positions=torch.zeros(3, 5))  # the batch of 3 lines up with x's batch of 2
     with pytest.raises(ValueError, match="one entry per row"):
         rope(torch.zeros(2, 3, 5, 8), positions=torch.zeros(2, 4))
+
+
+# --- RotaryEmbedding: integer positions, the cached table, and the table of the last call -----------------------
+
+
+def _first_of_each_pair(shape, layout):
+    """x whose every pair is (1, 0): its rotation is (cos, sin) of the table, bit for bit, whatever the kernel."""
+    x = torch.zeros(shape)
+    first = slice(0, None, 2) if layout == "interleaved" else slice(0, shape[-1] // 2)
+    x[..., first] = 1.0
+    return x
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_integer_positions_inside_the_cached_table_are_its_rows(layout):
+    """Each row of (batch, seq) position_ids gets the offset path's cos and sin at its position, bit for bit
+    (both read the cached table), and they come from that table: marked there, the mark shows in the result.
+    Positions past the table (and negative ones) are computed, and equal the float64 rotation."""
+    rope = RotaryEmbedding(8, layout=layout)
+    x = _first_of_each_pair((2, 3, 6, 8), layout)
+    positions = torch.tensor([[0, 0, 1, 2, 3, 4], [5, 9, 7, 8, 63, 10]])  # the table holds 64 rows at least
+    out = rope(x, positions=positions)
+    for b in range(2):
+        for r in range(6):
+            by_offset = rope(x[b : b + 1, :, r : r + 1], offset=int(positions[b, r]))
+            assert torch.equal(out[b : b + 1, :, r : r + 1], by_offset), (b, r)
+    (key,) = rope._tables  # mark the cached rows: a rotation read from the table shows the mark
+    table = rope._tables[key]
+    rope._tables[key] = (2 * table[0], 2 * table[1]) if isinstance(table, tuple) else 2 * table
+    assert torch.equal(rope(x, positions=positions.clone()), 2 * out)  # a new tensor: not the last call's table
+    far = torch.tensor([[-3, 0, 64, 70, 2**20, 5]])
+    x64 = torch.randn(1, 3, 6, 8, dtype=torch.float64, generator=_generator(20))  # float64: its own, unmarked table
+    want = posenc.rotate(x64.numpy(), far[0].numpy(), layout=layout)
+    np.testing.assert_allclose(rope(x64, positions=far).numpy(), want, rtol=0, atol=1e-13)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("kind", ["positions", "offset"])
+def test_a_tensor_updated_in_place_gives_its_new_positions(layout, kind):
+    """The table of the last call is reused for the same tensor only while its values are unchanged: an update
+    in place (a static cache's counter, a reused position_ids buffer) moves its version counter."""
+    rope = RotaryEmbedding(8, layout=layout)
+    x = torch.randn(1, 2, 4, 8, dtype=torch.float64, generator=_generator(21))
+    given = torch.arange(4)[None] if kind == "positions" else torch.tensor(0)
+    call = (lambda: rope(x, positions=given)) if kind == "positions" else (lambda: rope(x, offset=given))
+    np.testing.assert_allclose(call().numpy(), posenc.rotate(x.numpy(), np.arange(4), layout=layout), atol=1e-13)
+    given.add_(1000)
+    want = posenc.rotate(x.numpy(), np.arange(1000, 1004), layout=layout)
+    np.testing.assert_allclose(call().numpy(), want, rtol=0, atol=1e-13)
+    x32 = x.float()  # float32: the call that reuses the kept table skips the general machinery
+    kept = rope(x32, positions=given) if kind == "positions" else rope(x32, offset=given)
+    given.add_(-999)
+    fresh = RotaryEmbedding(8, layout=layout)
+    again = rope(x32, positions=given) if kind == "positions" else rope(x32, offset=given)
+    assert torch.equal(again, fresh(x32, positions=given.clone()) if kind == "positions" else fresh(x32, offset=1))
+    assert not torch.equal(again, kept)
+    with torch.inference_mode():  # an inference tensor has no version counter: its table is not kept
+        inference = torch.arange(4)[None]
+        rope(x, positions=inference)
+        inference.add_(7)
+        np.testing.assert_allclose(
+            rope(x, positions=inference).numpy(),
+            posenc.rotate(x.numpy(), np.arange(7, 11), layout=layout),
+            rtol=0,
+            atol=1e-13,
+        )
+
+
+@pytest.mark.argument_check
+def test_a_kept_table_does_not_skip_the_check_of_x():
+    """(1, seq) positions need x to have a batch axis: the call that reuses the table of the same positions
+    tensor refuses an x without one, as the first call would."""
+    rope = RotaryEmbedding(8)
+    positions = torch.arange(3)[None]
+    rope(torch.zeros(2, 2, 3, 8), positions=positions)
+    with pytest.raises(ValueError, match="does not broadcast"):
+        rope(torch.zeros(3, 8), positions=positions)
+
+
+def test_a_module_that_kept_a_table_pickles_and_rotates_alike():
+    """torch.save(model) pickles the module: the last call's table (held with a weak reference) is left out."""
+    rope = RotaryEmbedding(8)
+    x, positions = torch.randn(1, 2, 4, 8, generator=_generator(24)), torch.arange(4)
+    before = rope(x, positions=positions)
+    assert torch.equal(pickle.loads(pickle.dumps(rope))(x, positions=positions), before)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_a_table_made_in_inference_mode_is_not_kept_for_a_training_step(layout):
+    """The same position_ids tensor in a validation step under torch.inference_mode() and then in a training
+    step: the table made in inference mode (an inference tensor) must not be reused, or backward raises."""
+    rope = RotaryEmbedding(16, layout=layout)
+    positions = torch.arange(3, 8)
+    with torch.inference_mode():
+        rope(torch.randn(2, 5, 16, generator=_generator(22)), positions=positions)
+    q = torch.randn(2, 5, 16, generator=_generator(23)).requires_grad_()
+    (rope(q, positions=positions) ** 2).sum().backward()
+    assert q.grad is not None
 
 
 # --- RotaryEmbedding: the sequence axis ---------------------------------------------------------------------

@@ -317,6 +317,19 @@ def test_module_reads_its_table_at_the_numpy_buckets(config, n_heads, q_len, ext
     np.testing.assert_array_equal(module(q_len, k_len).detach().numpy(), expected)
 
 
+@given(configurations())
+def test_module_buckets_equal_the_reference_at_every_distance(config):
+    """Every relative position from -(max_distance + 3) to max_distance + 2, through a 0-d tensor offset: the
+    module's sorted search over ``bucket_starts`` (found once by bisection on the reference) gives
+    ``t5_relative_bucket``'s bucket everywhere, the logarithmic buckets and their boundaries included."""
+    bidirectional, num_buckets, max_distance = config
+    module = T5RelativeBias(1, bidirectional=bidirectional, num_buckets=num_buckets, max_distance=max_distance)
+    reach = max_distance + 3
+    relative = np.arange(2 * reach) - reach
+    want = t5_relative_bucket(relative, bidirectional=bidirectional, num_buckets=num_buckets, max_distance=max_distance)
+    np.testing.assert_array_equal(module.buckets(1, 2 * reach, offset=torch.tensor(reach))[0].numpy(), want)
+
+
 def test_module_bias_depends_on_relative_position_only():
     """Toeplitz: the bias of (i, j) equals that of (i + 1, j + 1) for every head."""
     bias = T5RelativeBias(3)(40)

@@ -270,6 +270,8 @@ def test_training_is_deterministic_and_lowers_the_error():
     second = train_regression(fresh_model(), x, y, x[:32], y[:32], steps=15)
     assert first == second
     assert len(first.train_mse) == len(first.test_mse) == 16
+    # 0.17 of the first; under four perturbations of the initial weights (posenc_book.robustness) it moves by
+    # less than 1e-4: 15 full-batch steps do not amplify them
     assert first.train_mse[-1] < 0.5 * first.train_mse[0]
 
 

@@ -10,8 +10,13 @@ public API of :mod:`posenc` and :mod:`posenc.nn`. Each module serves the chapter
 - :mod:`posenc_book.add_or_concatenate`: layer costs and the split of an attention logit (chapter 4);
 - :mod:`posenc_book.tabular`: a feature tokenizer and a tiny FT-Transformer (chapter 5);
 - :mod:`posenc_book.bench`: ``python -m posenc_book.bench`` (``make bench``), the timings of chapters 6 and 7;
+- :mod:`posenc_book.bench_gpu`: ``make check-gpu``, posenc.nn on a CUDA GPU (parity, no synchronisation, a tiny
+  Llama, compiled, FlexAttention, timings), and :mod:`posenc_book.host_reads`, the guard against reading a
+  tensor's values on the host that it and ``tests/test_host_reads.py`` use;
 - :mod:`posenc_book.extrapolation`: a tiny causal language model trained short and tested long (chapter 9);
 - :mod:`posenc_book.frequency_usage`: which rotary pairs a trained model uses, and p-RoPE (chapter 12);
+- :mod:`posenc_book.robustness`: training claims checked against a perturbation that stands in for another
+  processor (the tests of chapters 9 and 12);
 - :mod:`posenc_book.plotting`: the book's figure style, its legibility check and heat map (every chapter);
 - :mod:`posenc_book.tables`: results tables rendered as HTML, not printed (chapters 4, 6, 8 and 9);
 - :mod:`posenc_book.audit`: adapters to six libraries' positional-encoding code and the audit runner

@@ -30,6 +30,7 @@ global random state and thread count as it found them: equal arguments give equa
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from typing import NamedTuple
@@ -46,6 +47,7 @@ from posenc.nn import (
     T5RelativeBias,
 )
 from posenc_book.adam import Adam
+from posenc_book.robustness import perturb_initial_weights
 
 __all__ = [
     "SCHEMES",
@@ -191,8 +193,31 @@ def markov_chain(seed, *, n_symbols=16, concentration=0.05) -> MarkovChain:
     ((4, 4, 4), True)
     >>> bool(chain.entropy_rate <= chain.order1_entropy <= chain.marginal_entropy <= np.log(4))
     True
+    >>> markov_chain(0, n_symbols=4) is chain  # computed once, read-only
+    True
     """
-    n = n_symbols
+    try:
+        return _cached_chain(seed, n_symbols, concentration)
+    except TypeError:  # an unhashable seed (a list of ints): computed each time
+        return _chain(seed, n_symbols, concentration)
+
+
+@functools.lru_cache(maxsize=64)
+def _cached_chain(seed, n_symbols: int, concentration: float) -> MarkovChain:
+    """:func:`markov_chain` computed once per arguments, its arrays read-only.
+
+    The chapters ask for the same chain in every training and evaluation call; its stationary distribution
+    is a dense solve, which NumPy's threaded BLAS makes slow on a busy 2-core machine (0.2 to 0.9 s a call
+    when other processes compete, against milliseconds on one thread).
+    """
+    chain = _chain(seed, n_symbols, concentration)
+    for array in (chain.transitions, chain.pair_distribution):
+        array.setflags(write=False)
+    return chain
+
+
+def _chain(seed, n: int, concentration: float) -> MarkovChain:
+    """The chain of :func:`markov_chain`, computed."""
     transitions = np.random.default_rng(seed).dirichlet(np.full(n, concentration), size=(n, n))
     transitions = np.maximum(transitions, 1e-12)
     transitions /= transitions.sum(axis=-1, keepdims=True)
@@ -706,6 +731,7 @@ def _build_and_train(
             rotary_dim=rotary_dim,
             nope_layer_interval=nope_layer_interval,
         )
+    perturb_initial_weights(model)  # only inside posenc_book.robustness.perturbed
     rng = np.random.default_rng([seed, 2])
     train_loss = _train(model, chain, steps=steps, batch_size=batch_size, length=train_len, lr=lr, rng=rng)
     return model, train_loss
@@ -1361,6 +1387,7 @@ def copy_task(
                 rotary_dim=rotary_dim,
                 nope_layer_interval=nope_layer_interval,
             )
+        perturb_initial_weights(model)  # only inside posenc_book.robustness.perturbed
         rng = np.random.default_rng([seed, 5])
 
         def loss_at(step: int) -> torch.Tensor:

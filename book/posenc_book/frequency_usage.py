@@ -9,6 +9,8 @@ Gemma 7B. This module holds
   :class:`posenc.nn.RotaryEmbedding` with a partial rotary dimension and a smaller base (see its notes);
 - :func:`frequency_usage`, which measures, for every layer, head and pair, the mean size of the query's and
   the key's components in that pair;
+- :func:`attention_by_offset`, where each head attends (its mean weight on the key ``d`` positions back), and
+  :func:`without_pairs`, a copy of a model whose queries and keys have nothing in chosen pairs (an ablation);
 - :func:`train_rotary`, which trains one model with p-RoPE (``fraction=1`` is RoPE, ``0`` no positional
   encoding) and scores it at several lengths with :func:`posenc_book.extrapolation.evaluate`.
 
@@ -18,6 +20,7 @@ global random state and thread count as it found them: equal arguments give equa
 
 from __future__ import annotations
 
+import copy
 import math
 from typing import NamedTuple
 
@@ -27,6 +30,7 @@ from torch import nn
 
 from posenc.nn import RotaryEmbedding
 from posenc_book.extrapolation import N_SYMBOLS, TinyCausalLM, evaluate, markov_chain, sample_sequences, train_steps
+from posenc_book.robustness import perturb_initial_weights
 
 __all__ = [
     "NoRotation",
@@ -34,6 +38,8 @@ __all__ = [
     "p_rope",
     "FrequencyUsage",
     "frequency_usage",
+    "attention_by_offset",
+    "without_pairs",
     "PRopeResult",
     "train_rotary",
 ]
@@ -210,6 +216,77 @@ def _usage_tokens(chain, source_seed: int, length: int, n_sequences: int, seed: 
 
 def _usage(model, tokens: torch.Tensor) -> FrequencyUsage:
     """:func:`frequency_usage` on given ``(batch, seq)`` tokens."""
+    query_norms, key_norms = [], []
+    for q, k, _v in _projections(model, tokens):
+        for tensor, norms in ((q, query_norms), (k, key_norms)):
+            pairs = tensor.double().unflatten(-1, (-1, 2))  # (batch, heads, seq, pairs, 2)
+            norms.append(torch.linalg.vector_norm(pairs, dim=-1).mean(dim=(0, 2)).numpy())
+    query_norm, key_norm = np.stack(query_norms), np.stack(key_norms)
+    product = query_norm * key_norm
+    return FrequencyUsage(query_norm, key_norm, product / product.sum(axis=-1, keepdims=True))
+
+
+def attention_by_offset(model, *, length=32, n_sequences=64, source_seed=0, concentration=0.05, seed=0) -> np.ndarray:
+    r"""How much attention each head gives the key ``d`` positions back, on average, for ``d = 0, 1, ...``.
+
+    Parameters
+    ----------
+    model : TinyCausalLM
+        A model with rotary heads (any rotary module), trained or not.
+    length, n_sequences, source_seed, concentration, seed
+        The sequences read, as in :func:`frequency_usage` (the same sequences for the same arguments).
+
+    Returns
+    -------
+    weights : (n_layers, n_heads, length) float64 array
+        ``weights[l, h, d]`` is the attention weight head ``h`` of layer ``l`` gives the key at position
+        ``i - d``, averaged over the queries ``i >= max(d, 2)`` of every sequence (the positions whose
+        predictions the book's losses score). ``d = 0`` is the query's own position.
+
+    Notes
+    -----
+    The weights are those of the model's attention, :math:`\mathrm{softmax}(q_i^\top k_j / \sqrt{d_h})`
+    over the keys :math:`j \le i`, with the queries and keys rotated as the model rotates them (only in its
+    ``rope_layers``); ``tests/test_frequency_usage.py`` checks that they reproduce the model's attention
+    output. They are read from each layer's ``qkv`` projection, like :func:`frequency_usage`'s norms.
+
+    Examples
+    --------
+    >>> _ = torch.manual_seed(0)
+    >>> w = attention_by_offset(TinyCausalLM("rotary", d_model=16, n_heads=2), length=8, n_sequences=2)
+    >>> w.shape, bool(np.all(w >= 0))
+    ((2, 2, 8), True)
+    """
+    if model.rotary is None:
+        raise ValueError(f"model must have rotary heads (scheme='rotary'), got scheme={model.scheme!r}")
+    chain = markov_chain(source_seed, n_symbols=model.vocab_size, concentration=concentration)
+    weights = []
+    for attention in _attention_weights(model, _usage_tokens(chain, source_seed, length, n_sequences, seed)):
+        seq = attention.shape[-1]
+        by_offset = np.zeros((model.n_heads, seq))
+        for d in range(seq):
+            # the weights of queries i = d, ..., seq - 1 on keys i - d; the book scores queries from 2 on
+            diagonal = attention.diagonal(offset=-d, dim1=-2, dim2=-1)[..., max(0, 2 - d) :]
+            if diagonal.shape[-1]:
+                by_offset[:, d] = diagonal.double().mean(dim=(0, 2)).numpy()
+        weights.append(by_offset)
+    return np.stack(weights)
+
+
+def _attention_weights(model, tokens: torch.Tensor) -> list[torch.Tensor]:
+    """Each layer's attention weights for ``tokens``, ``(batch, heads, seq, seq)``, rows summing to 1."""
+    weights = []
+    for layer, (q, k, _v) in enumerate(_projections(model, tokens)):
+        if layer in model.rope_layers:
+            q, k = model.rotary(q), model.rotary(k)
+        seq = q.shape[-2]
+        logits = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
+        weights.append(torch.softmax(logits + torch.full((seq, seq), float("-inf")).triu(1), dim=-1))
+    return weights
+
+
+def _projections(model, tokens: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+    """Each layer's unrotated queries, keys and values, ``(batch, heads, seq, head_dim)`` each, for ``tokens``."""
     outputs: list[torch.Tensor] = []
     hooks = [
         block.qkv.register_forward_hook(lambda _m, _i, out: outputs.append(out.detach())) for block in model.blocks
@@ -223,16 +300,54 @@ def _usage(model, tokens: torch.Tensor) -> FrequencyUsage:
         for hook in hooks:
             hook.remove()
         model.train(was_training)
-    query_norms, key_norms = [], []
+    projections = []
     for out in outputs:
         batch, seq, _ = out.shape
-        q, k, _v = out.double().view(batch, seq, 3, model.n_heads, -1).unbind(2)
-        for tensor, norms in ((q, query_norms), (k, key_norms)):
-            pairs = tensor.reshape(batch, seq, model.n_heads, -1, 2)
-            norms.append(torch.linalg.vector_norm(pairs, dim=-1).mean(dim=(0, 1)).numpy())
-    query_norm, key_norm = np.stack(query_norms), np.stack(key_norms)
-    product = query_norm * key_norm
-    return FrequencyUsage(query_norm, key_norm, product / product.sum(axis=-1, keepdims=True))
+        q, k, v = out.view(batch, seq, 3, model.n_heads, -1).permute(2, 0, 3, 1, 4)
+        projections.append((q, k, v))
+    return projections
+
+
+def without_pairs(model, pairs):
+    """A copy of ``model`` whose queries and keys have nothing in the given rotary pairs, in every head and layer.
+
+    Parameters
+    ----------
+    model : TinyCausalLM
+        A model with rotary heads; left unchanged.
+    pairs : sequence of int
+        Rotary pairs ``i`` (features ``2i, 2i + 1`` of each head, pair 0 the fastest), each in
+        ``[0, head_dim // 2)``.
+
+    Returns
+    -------
+    ablated : TinyCausalLM
+        The copy, in eval mode: the rows of every layer's ``qkv`` projection (weight and bias) that produce
+        those features of the queries and keys are zero, so those pairs add nothing to any attention logit.
+        The values, and every other weight, are the model's.
+
+    Examples
+    --------
+    >>> _ = torch.manual_seed(0)
+    >>> model = TinyCausalLM("rotary", d_model=16, n_heads=2)
+    >>> usage = frequency_usage(without_pairs(model, [0, 1]), n_sequences=2)
+    >>> float(usage.share[..., :2].max())
+    0.0
+    """
+    head_dim = model.d_model // model.n_heads
+    pairs = list(pairs)
+    if any(isinstance(p, bool) or not isinstance(p, int) or not 0 <= p < head_dim // 2 for p in pairs):
+        raise ValueError(f"pairs must be ints in [0, {head_dim // 2}), got {pairs!r}")
+    ablated = copy.deepcopy(model)
+    with torch.no_grad():
+        for block in ablated.blocks:
+            for part in (0, 1):  # queries, keys
+                for head in range(model.n_heads):
+                    for pair in pairs:
+                        start = part * model.d_model + head * head_dim + 2 * pair
+                        block.qkv.weight[start : start + 2] = 0.0
+                        block.qkv.bias[start : start + 2] = 0.0
+    return ablated.eval()
 
 
 class PRopeResult(NamedTuple):
@@ -331,6 +446,7 @@ def train_rotary(
                 "rotary", vocab_size=N_SYMBOLS, d_model=d_model, n_heads=n_heads, n_layers=n_layers, max_len=train_len
             )
         model.rotary = p_rope(d_model // n_heads, fraction, base=base)
+        perturb_initial_weights(model)  # only inside posenc_book.robustness.perturbed
         usage_tokens = _usage_tokens(chain, source_seed, train_len, 64, 0)  # frequency_usage's defaults
         untrained = _usage(model, usage_tokens)
 

@@ -26,6 +26,7 @@ import torch
 from torch import nn
 
 from posenc_book.adam import Adam
+from posenc_book.robustness import perturb_initial_weights
 
 __all__ = ["FeatureTokenizer", "TinyFTTransformer", "permute_features", "train_regression", "RegressionCurves"]
 
@@ -311,6 +312,7 @@ def train_regression(model, x_train, y_train, x_test, y_test, *, steps=300, lr=1
         if y.shape != (len(x),):  # (n, 1) would broadcast against the (n,) predictions into an (n, n) error
             raise ValueError(f"{name} must have shape ({len(x)},) to match its x, got {tuple(y.shape)}")
 
+    perturb_initial_weights(model)  # only inside posenc_book.robustness.perturbed
     optimizer = Adam(model.parameters(), lr=lr)
     model.train()
     curves = RegressionCurves([], [])

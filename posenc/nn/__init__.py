@@ -12,6 +12,8 @@
 - :func:`rotary_embedding` and :func:`query_scale` (:mod:`posenc.nn.config`): the module of one layer kind of a
   :class:`posenc.RotaryPlan` (a transformers config, read), and the query multipliers some families apply.
 
+No forward path reads a tensor's values on the host (no ``.item()``, ``.tolist()``, NumPy or copy to the CPU): a
+tensor offset or positions stays on its device, and its values are checked there (``tests/test_host_reads.py``).
 Needs PyTorch, which posenc installs only with its ``torch`` extra.
 """
 

@@ -7,7 +7,7 @@ from torch import nn
 
 from posenc._validation import check_flag, check_int, check_query_key_lengths
 from posenc.alibi import MAX_HEADS, alibi_slopes
-from posenc.nn._checks import LONG_CONTEXT_HINT, offset_as_int, offset_tensor
+from posenc.nn._checks import LONG_CONTEXT_HINT, offset_tensor
 from posenc.nn.flex import ScoreMod
 
 __all__ = ["ALiBiBias"]
@@ -80,6 +80,8 @@ class ALiBiBias(nn.Module):
             Position of query 0: query ``i`` sits at ``offset + i``, key ``j`` at ``j``. ``None`` means
             ``k_len - q_len``. Give it for a static cache, whose ``k_len`` is the cache's size and not the
             number of tokens seen (``cache_position[0]``). ``|offset| <= 2**52``; ``>= 0`` when ``causal``.
+            A tensor's value stays on its device: it is checked there (on an accelerator by a device
+            assertion, reported at the next synchronisation), never read on the host.
 
         Returns
         -------
@@ -98,22 +100,25 @@ class ALiBiBias(nn.Module):
             ``k_len < q_len`` and no ``offset``, or a negative ``offset`` (a query would see no key).
         """
         causal = check_flag(causal, "causal")
-        given = offset_as_int(offset)
-        q_len, k_len, offset = check_query_key_lengths(
+        device = self.slopes.device
+        given = 0 if isinstance(offset, torch.Tensor) else offset
+        q_len, k_len, start = check_query_key_lengths(
             q_len, k_len, given, self.n_heads, "n_heads", hint=LONG_CONTEXT_HINT
         )
-        if causal and offset < 0 and q_len > 0:
-            if given is not None:
-                raise ValueError(f"offset must be >= 0 when causal=True, got {offset}: query 0 would see no key")
+        shift: int | torch.Tensor = start
+        if isinstance(offset, torch.Tensor):  # checked on the device: a static cache's counter is never read
+            shift = offset_tensor(offset, causal=causal and q_len > 0, device=device)
+        elif causal and start < 0 and q_len > 0:
+            if offset is not None:
+                raise ValueError(f"offset must be >= 0 when causal=True, got {start}: query 0 would see no key")
             raise ValueError(
                 f"k_len must be >= q_len when causal=True, got q_len={q_len}, k_len={k_len}: the first queries "
                 "would see no key"
             )
-        device = self.slopes.device
         if not (q_len and k_len):  # an empty bias: allocate nothing of the other length (it may be huge)
             return torch.zeros(self.n_heads, q_len, k_len, dtype=self.slopes.dtype, device=device)
         # key position minus query position, as an int: a zero distance becomes +0.0, never -0.0
-        relative = torch.arange(k_len, device=device)[None, :] - (torch.arange(q_len, device=device) + offset)[:, None]
+        relative = torch.arange(k_len, device=device)[None, :] - (torch.arange(q_len, device=device) + shift)[:, None]
         if not causal:
             return self.slopes[:, None, None] * (-relative.abs()).to(torch.float32)
         bias = self.slopes[:, None, None] * relative.to(torch.float32)

@@ -50,8 +50,9 @@ def causal_mask_mod(offset: int | torch.Tensor = 0) -> MaskMod:
     ----------
     offset : int or 0-d integer tensor, default 0
         Position of query 0, as in :meth:`posenc.nn.ALiBiBias.score_mod`; ``0 <= offset <= 2**52``. Held
-        in a 0-d int64 tensor, on the offset's device if it is a tensor, else on the default device (a
-        compiled ``flex_attention`` is then not recompiled when only the offset changes).
+        in a 0-d int64 tensor, on the offset's device if it is a tensor (its value checked there, never read
+        on the host), else on the default device (a compiled ``flex_attention`` is then not recompiled when
+        only the offset changes).
 
     Returns
     -------

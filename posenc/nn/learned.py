@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 from numpy.typing import ArrayLike
 from torch import nn
 
 from posenc._validation import check_d_model, check_int, check_table_size
-from posenc.nn._checks import batch_positions, check_embeddings, offset_as_int
+from posenc.nn._checks import batch_positions, check_embeddings, check_offset, check_on_device
 
 __all__ = ["LearnedPositionalEmbedding"]
 
@@ -72,7 +71,9 @@ class LearnedPositionalEmbedding(nn.Module):
             Position of row 0: row ``r`` sits at ``offset + r``; ``>= 0`` with ``offset + seq <= max_len``.
         positions : (seq,), (1, seq) or (batch, seq) integer tensor, array_like of int, or None, default None
             The position of each row instead (a ``(batch, seq)`` one per batch row), each in
-            ``[0, max_len)``; not with an ``offset``.
+            ``[0, max_len)``; not with an ``offset``. The values of a tensor offset or positions are checked
+            on its device (on an accelerator by a device assertion, reported at the next synchronisation),
+            never read on the host.
 
         Returns
         -------
@@ -96,21 +97,26 @@ class LearnedPositionalEmbedding(nn.Module):
                 f"sequence length {seq} exceeds max_len={self.max_len}: no learned vector for later positions"
             )
         accepted = f"an int or 0-d integer tensor >= 0 with offset + seq <= max_len = {self.max_len} (seq = {seq})"
-        offset = check_int(offset_as_int(offset), "offset", maximum=self.max_len - seq, accepted=accepted)
+        device = self.weight.device
+        offset = check_offset(offset, minimum=0, maximum=self.max_len - seq, accepted=accepted, device=device)
         if positions is None:
+            if isinstance(offset, torch.Tensor):  # its value stays on the device
+                return x + self.weight[offset + torch.arange(seq, device=device)].to(dtype=x.dtype)
             return x + self.weight[offset : offset + seq].to(dtype=x.dtype)
-        if offset:
+        if isinstance(offset, torch.Tensor) or offset:
             raise ValueError(f"pass offset or positions, not both: got offset={offset} and positions")
-        array = batch_positions(positions, x, self.d_model)
-        if not np.array_equal(array, np.round(array)):
-            raise TypeError("positions must be integers: a learned embedding has a vector per integer position only")
-        if array.min(initial=0) < 0 or array.max(initial=0) >= self.max_len:
-            raise ValueError(
-                f"positions must be in [0, max_len = {self.max_len}): got {array.min():g} to {array.max():g}, and "
-                "no vector was trained for positions outside"
+        index = batch_positions(positions, x, self.d_model).to(device)
+        if index.is_floating_point():
+            check_on_device(
+                (index == index.round()).all(),
+                "positions must be integers: a learned embedding has a vector per integer position only",
+                TypeError,
             )
-        index = torch.from_numpy(array.astype(np.int64)).to(self.weight.device)
-        return x + self.weight[index].to(dtype=x.dtype)
+        check_on_device(
+            ((index >= 0) & (index < self.max_len)).all(),
+            f"positions must be in [0, max_len = {self.max_len}): no vector was trained for positions outside",
+        )
+        return x + self.weight[index.to(torch.int64)].to(dtype=x.dtype)
 
     def extra_repr(self) -> str:
         return f"max_len={self.max_len}, d_model={self.d_model}"

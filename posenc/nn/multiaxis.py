@@ -1,37 +1,27 @@
 r"""Rotary position embedding on several axes (axial, M-RoPE, mixed) as a module: :mod:`posenc.multiaxis` in torch.
 
-The angles are computed in float64 (NumPy for fixed frequencies, torch float64 for learned ones, so that
-gradients reach them) and rounded once to the dtype of the computation: float32, or float64 for a float64
-``x``. There is no cache: a table is ``seq x n_pairs`` products, small beside the rotation itself.
+The angles are computed in float64, in torch on ``x``'s device (the fixed frequencies are copied there once; the
+learned ones are used as they are, so that gradients reach them), and rounded once to the dtype of the
+computation: float32, or float64 for a float64 ``x``. There is no cache: a table is ``seq x n_pairs`` products,
+small beside the rotation itself. Nothing is read on the host: the coordinates' values (finite, and finite angles)
+are checked on the device (on the CPU at once, on an accelerator by a device assertion).
 """
 
 from __future__ import annotations
 
 import numbers
-from typing import Any
+from collections.abc import Callable
 
 import numpy as np
 import torch
 from numpy.typing import ArrayLike
 from torch import nn
 
-from posenc._validation import ROTARY_LAYOUTS, RotaryLayout, check_choice, check_flag
-from posenc.multiaxis import check_frequency_matrix, multiaxis_angles
+from posenc._validation import ROTARY_LAYOUTS, RotaryLayout, check_choice, check_flag, check_table_size
+from posenc.multiaxis import check_frequency_matrix
+from posenc.nn._checks import HostConstants, check_on_device
 
 __all__ = ["MultiAxisRotaryEmbedding"]
-
-
-def _positions_numpy(positions: object) -> object:
-    """A tensor of positions as a float64 NumPy array (anything else as given, checked by the caller)."""
-    if not isinstance(positions, torch.Tensor):
-        return positions
-    if positions.is_complex() or positions.dtype == torch.bool:
-        raise TypeError(
-            f"positions must be a real tensor or array of coordinates, got a tensor of dtype {positions.dtype}"
-        )
-    if positions.device.type == "meta":
-        raise ValueError("positions must hold values: got a tensor on the meta device")
-    return positions.detach().to("cpu", torch.float64).numpy()
 
 
 class MultiAxisRotaryEmbedding(nn.Module):
@@ -52,7 +42,7 @@ class MultiAxisRotaryEmbedding(nn.Module):
         and Qwen3-VL in transformers), as in :func:`posenc.rotate_multiaxis`.
     learnable : bool, default False
         ``True``: the frequencies are a float32 :class:`torch.nn.Parameter` (``self.frequencies``) trained with
-        the model, RoPE-Mixed of Heo et al. (2024). ``False``: fixed, kept as float64 NumPy (not a buffer:
+        the model, RoPE-Mixed of Heo et al. (2024). ``False``: fixed, kept in float64 (not a buffer:
         ``.to(torch.float16)`` does not round them).
 
     Raises
@@ -97,17 +87,11 @@ class MultiAxisRotaryEmbedding(nn.Module):
         self.layout = check_choice(layout, "layout", ROTARY_LAYOUTS)
         self.learnable = check_flag(learnable, "learnable")
         self.n_axes, self.n_pairs = matrix.shape
-        self._fixed = matrix
+        self._fixed = HostConstants(frequencies=torch.from_numpy(matrix))
         if self.learnable:
             self.frequencies = nn.Parameter(torch.from_numpy(matrix).to(torch.float32))
         else:
             self.register_parameter("frequencies", None)
-
-    def _matrix(self) -> np.ndarray[Any, np.dtype[np.float64]]:
-        """The current frequencies as float64 NumPy (the learned ones detached), for the checks."""
-        if self.frequencies is None:
-            return self._fixed
-        return self.frequencies.detach().to("cpu", torch.float64).numpy()
 
     def forward(self, x: torch.Tensor, positions: torch.Tensor | ArrayLike) -> torch.Tensor:
         r"""Rotate ``x`` by the coordinates ``positions``.
@@ -147,24 +131,9 @@ class MultiAxisRotaryEmbedding(nn.Module):
                 f"x must have shape (..., seq, head_dim) with head_dim >= 2 * n_pairs = {2 * self.n_pairs}, "
                 f"got {tuple(x.shape)}"
             )
-        if isinstance(positions, (bool, numbers.Number)):
-            raise TypeError(f"positions must be a (..., seq, n_axes) tensor or array, got {type(positions).__name__}")
-        position_array = _positions_numpy(positions)
-        angles = multiaxis_angles(position_array, self._matrix(), tuple(x.shape))
-        rows = tuple(x.shape[:-1])
-        if np.broadcast_shapes(angles.shape[:-1], rows) != rows:
-            raise ValueError(
-                f"positions of shape {(*angles.shape[:-1], self.n_axes)} must broadcast into x's shape "
-                f"{tuple(x.shape)} (its leading axes 1 or equal to x's, aligned from the right)"
-            )
         dtype = torch.float64 if x.dtype == torch.float64 else torch.float32
-        if self.frequencies is None:
-            angle_tensor = torch.from_numpy(angles)
-        else:
-            coordinates = torch.from_numpy(np.asarray(position_array, dtype=np.float64)).to(self.frequencies.device)
-            angle_tensor = coordinates @ self.frequencies.to(torch.float64)
-        cosines = torch.cos(angle_tensor).to(device=x.device, dtype=dtype)
-        sines = torch.sin(angle_tensor).to(device=x.device, dtype=dtype)
+        angles = self._angles(positions, x)
+        cosines, sines = torch.cos(angles).to(dtype), torch.sin(angles).to(dtype)
         computed = x.to(dtype)
         rotary_dim = 2 * self.n_pairs
         if self.layout == "interleaved":
@@ -177,6 +146,66 @@ class MultiAxisRotaryEmbedding(nn.Module):
         if rotary_dim < x.shape[-1]:
             rotated = torch.cat((rotated, computed[..., rotary_dim:]), dim=-1)
         return rotated.to(x.dtype)
+
+    def _angles(self, positions: object, x: torch.Tensor) -> torch.Tensor:
+        """The float64 angles ``positions @ frequencies`` on ``x``'s device, ``(..., seq, n_pairs)``, checked.
+
+        The shapes are checked on the host; the values (finite coordinates, finite angles) on the device.
+        """
+        accepted = f"a (..., seq, n_axes={self.n_axes}) tensor or array of finite real coordinates"
+        if isinstance(positions, torch.Tensor):
+            if positions.is_complex() or positions.dtype == torch.bool:
+                raise TypeError(f"positions must be {accepted}, got a tensor of dtype {positions.dtype}")
+            if positions.device.type == "meta" and x.device.type != "meta":
+                raise ValueError("positions must hold values: got a tensor on the meta device")
+            coordinates = positions.detach()
+        else:  # host data: parsed by NumPy, checked here
+            if isinstance(positions, (bool, str, bytes, numbers.Number)) or not (
+                hasattr(positions, "__len__") or hasattr(positions, "__array__")
+            ):
+                raise TypeError(f"positions must be {accepted}, got {type(positions).__name__}")
+            try:
+                array = np.asarray(positions)
+            except ValueError as error:  # ragged nested lists
+                raise TypeError(f"positions must be {accepted}: {error}") from error
+            if array.dtype == np.bool_ or not (
+                np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)
+            ):
+                raise TypeError(f"positions must be {accepted}, got an array of dtype {array.dtype}")
+            coordinates = torch.from_numpy(np.ascontiguousarray(array, dtype=np.float64))
+        shape, rows = tuple(coordinates.shape), tuple(x.shape[:-1])
+        if len(shape) < 2 or shape[-1] != self.n_axes:
+            raise ValueError(f"positions must be {accepted} (n_axes = frequencies.shape[0]), got shape {shape}")
+        if shape[-2] != rows[-1]:
+            raise ValueError(
+                f"positions must have one coordinate row per row of x (seq = x.shape[-2] = {rows[-1]}), "
+                f"got shape {shape}"
+            )
+        leading, outer = shape[:-2], rows[:-1]  # aligned from the right, each 1 or equal to x's
+        if len(leading) > len(outer) or any(n not in (1, m) for n, m in zip(leading[::-1], outer[::-1])):
+            raise ValueError(
+                f"positions of shape {shape} must broadcast into x's shape {tuple(x.shape)} (its leading axes 1 or "
+                "equal to x's, aligned from the right)"
+            )
+        check_table_size(coordinates.numel() // self.n_axes, self.n_pairs, "positions rows", "n_pairs")
+        coordinates = coordinates.to(device=x.device, dtype=torch.float64)
+        check_on_device(torch.isfinite(coordinates).all(), f"positions must be {accepted}: found NaN or infinity")
+        if self.frequencies is None:
+            matrix = self._fixed.on("frequencies", x.device)
+        else:
+            matrix = self.frequencies.to(torch.float64)
+        angles = coordinates @ matrix
+        check_on_device(
+            torch.isfinite(angles).all(),
+            "positions @ frequencies overflows: positions or frequencies too large for float64 angles",
+        )
+        return angles
+
+    def _apply(self, fn: Callable[[torch.Tensor], torch.Tensor], recurse: bool = True) -> MultiAxisRotaryEmbedding:
+        # .to(device), .cuda(), ...: the float64 constants follow the module's device, never its dtype
+        self._fixed.follow(fn)
+        super()._apply(fn, recurse)  # type: ignore[no-untyped-call]
+        return self
 
     def extra_repr(self) -> str:
         return f"n_axes={self.n_axes}, n_pairs={self.n_pairs}, layout={self.layout!r}, learnable={self.learnable}"

@@ -2,40 +2,48 @@ r"""Rotary position embedding (Su et al., 2021) as a module that rotates queries
 
 *Design.* The frequencies are computed once, in float64, by the NumPy reference (:func:`posenc.rotary_frequencies`)
 and kept as a float64 tensor that is not a buffer (``.to(torch.float16)`` cannot round them, the ``state_dict``
-stays empty). Everything after that is torch, so that the module traces: angles ``position * frequency`` and their
-cosine and sine are computed in float64 and rounded once to the dtype of the computation. Two paths share that
-rule:
+stays empty; ``.to(device)`` moves them all the same). Everything after that is torch, so that the module traces:
+angles ``position * frequency`` and their cosine and sine are computed in float64 and rounded once to the dtype of
+the computation. Nothing in ``forward`` reads a tensor's values on the host (no ``.item()``, no copy to the CPU, no
+NumPy; ``tests/test_host_reads.py``): on a GPU, each such read would make the host wait for the device in every
+layer at every step. Three paths share the rounding rule:
 
-- *eager, consecutive positions* (an ``offset``): the cos/sin table of positions ``0 .. n - 1`` is cached per
-  device and dtype, and a call slices rows ``offset .. offset + seq - 1`` out of it; when a call needs more rows
-  the table is rebuilt at least twice as long (up to 2**22 entries; beyond, the direct path).
-  A decode step then costs a slice, not a table (``make bench``: the decode row).
-- *direct*: under ``torch.compile`` and ``torch.export`` (``torch.compiler.is_compiling()``), for explicit
+- *eager, an int offset*: the cos/sin table of positions ``0 .. n - 1`` is cached per device and dtype, and a call
+  slices rows ``offset .. offset + seq - 1`` out of it; when a call needs more rows the table grows to at least
+  twice its length (up to 2**22 entries; beyond, the direct path), the rows it holds unchanged. A decode step
+  then costs a slice, not a table (``make bench``: the decode row).
+- *eager, integer positions or a 0-d tensor offset*: the positions are gathered from the same cached table, on
+  the device, and those outside it are computed; which ones are is never read on the host, so both are computed
+  and one is picked per position. The table of the last call by a tensor (integer or fractional positions, or
+  an offset) is kept with that tensor (a weak reference and its version counter): the next call by the same,
+  unchanged tensor, as every attention layer of a model makes with its ``position_ids``, reuses it.
+- *direct*: under ``torch.compile`` and ``torch.export`` (``torch.compiler.is_compiling()``), for fractional
   ``positions``, and for the length-dependent scalings (``"dynamic"``, ``"longrope"``), the float64 angles of the
-  call's own positions are computed in ``forward``. No Python-side state is read or written, a 0-d tensor offset
-  stays a tensor (no ``.item()``), and the sequence length may be symbolic: one graph serves every decode offset
-  and every length.
+  call's own positions are computed in ``forward``. When tracing, no Python-side state is read or written, a 0-d
+  tensor offset stays a tensor, and the sequence length may be symbolic: one graph serves every decode offset and
+  every length.
 
-*Why both.* Measured on this project's 2-core machine while loaded (so only the ratios mean much): one decode step
-of :meth:`~posenc.nn.RotaryEmbedding.rotate_pair` on q and k of ``(1, 32, 1, 128)`` took 26 us (interleaved) and 37
-us (halves) from the cached table, against 112 and 135 us when the same step passes ``positions=`` (checked, float64
-angles computed in the call); ``make bench`` compares it with transformers. An ordinary eager call (an int
+*Why.* Measured on this project's 2-core machine while loaded (so only the ratios mean much): one decode step of
+:meth:`~posenc.nn.RotaryEmbedding.rotate_pair` on q and k of ``(1, 32, 1, 128)`` took 26 us (interleaved) and 37 us
+(halves) from the cached table, against 112 and 135 us when the same step computed its float64 angles; ``make
+bench`` compares it with transformers, and the positions path with the offset path. An ordinary eager call (an int
 ``offset``, float32, the whole head rotated, rows already cached) skips the checks and the general machinery, whose
-Python cost more than the small kernels of a decode step; any other call, an invalid one included, takes the checked
-path. Under compile the direct computation is what keeps one graph for every offset. The alternative, float32
-angles, is what transformers and rotary-embedding-torch do, and is off by up to ``position * 2**-24`` radians (0.06
-at 2**20). Devices without float64 (MPS) compute the angles on the CPU and move the rounded tables, as the cached
-path always did (not tested here: the project's machines have no such device).
+Python cost more than the small kernels of a decode step; any other call, an invalid one included, takes the
+checked path. Under compile the direct computation is what keeps one graph for every offset. The alternative,
+float32 angles, is what transformers and rotary-embedding-torch do, and is off by up to ``position * 2**-24``
+radians (0.06 at 2**20). Devices without float64 (MPS) compute the angles on the CPU and move the rounded tables,
+which copies a tensor of positions to the host (not tested here: the project's machines have no such device).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import weakref
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Literal, get_args
 
-import numpy as np
 import torch
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 from torch import nn
 
 from posenc._rope import (
@@ -55,7 +63,7 @@ from posenc._validation import (
     check_int,
     check_real,
 )
-from posenc.nn._checks import check_rotary_input, offset_as_int, positions_array
+from posenc.nn._checks import HostConstants, check_offset, check_rotary_input, positions_tensor
 
 __all__ = ["RotaryEmbedding"]
 
@@ -78,6 +86,24 @@ _Table = torch.Tensor | tuple[torch.Tensor, torch.Tensor]
 for interleaved when tracing, and ``[-sin | sin]`` for halves, ``sin`` of ``(..., seq, pairs)`` for interleaved."""
 
 _CPU = torch.device("cpu")
+
+
+@dataclass(frozen=True)
+class _Remembered:
+    """The table of an eager call whose positions (or offset) were the tensor ``source()`` at ``version``.
+
+    Every attention layer of a model passes the same ``position_ids`` (and a static cache the same
+    ``cache_position``) for its queries and its keys: the first call computes the table, the others reuse it. The
+    tensor is held by a weak reference, and its version counter (which every update in place advances) tells
+    whether its values are still those the table was made from: nothing is read on the host.
+    """
+
+    source: weakref.ref[torch.Tensor]
+    version: int
+    seq: int
+    dtype: torch.dtype
+    device: torch.device
+    table: _Table
 
 
 class RotaryEmbedding(nn.Module):
@@ -168,9 +194,19 @@ class RotaryEmbedding(nn.Module):
 
     *The cache* holds, per device and dtype, the table of positions ``0 .. n - 1``; a call with an offset reads
     rows ``offset .. offset + seq - 1``, so a new offset never reuses the rows of another (a cache keyed on the
-    length alone returns the rotation of the wrong positions: lucidrains/rotary-embedding-torch#11). It is built
-    outside ``torch.inference_mode`` and without gradients, so that a table cached in a validation loop serves a
-    training step. The module has no parameters or buffers: its ``state_dict`` is empty.
+    length alone returns the rotation of the wrong positions: lucidrains/rotary-embedding-torch#11). Integer
+    ``positions`` (and a tensor offset) inside it are gathered from it on the device, with the offset path's
+    bits. It is built outside ``torch.inference_mode`` and without gradients, so that a table cached in a
+    validation loop serves a training step. The table of the last call by a tensor of positions (or a tensor
+    offset) is kept for the next call by the same tensor while its version counter says it is unchanged; not
+    for inference tensors, tables made in inference mode, or calls during a CUDA graph capture. The module has
+    no parameters or buffers: its ``state_dict`` is empty.
+
+    *On the device.* Nothing is read on the host: a tensor offset or ``positions`` keeps its values on its
+    device, and their checks (``offset >= 0``, finite positions) run there; on the CPU they raise at once, on an
+    accelerator they are device assertions that fail at the next synchronisation (and leave the device
+    unusable, as an index out of range does). Pass positions on ``x``'s device: a CPU tensor is copied there,
+    which waits for the device.
 
     *Scalings.* For ``"yarn"`` and ``"longrope"`` the result is multiplied by the attention factor, as
     transformers multiplies its cos and sin. ``"longrope"`` takes its long factors when the call's largest
@@ -225,14 +261,19 @@ class RotaryEmbedding(nn.Module):
         if self.seq_dim == -1:
             raise ValueError("seq_dim must not be -1: the last axis of x holds head_dim, the sequence axis is another")
         self.dynamic_length = check_choice(dynamic_length, "dynamic_length", _DYNAMIC_LENGTHS)
-        # float64 tensors, not buffers: .to(torch.float16) must not round the frequencies.
+        # float64 tensors, not buffers: .to(torch.float16) must not round the frequencies. Each is copied once to
+        # each device that uses it (without waiting for the device).
         rope_type = self.scaling.rope_type
-        self._inv_freq = self._frequencies(None)
-        self._long_inv_freq = self._frequencies(self._trained_length() + 1.0) if rope_type == "longrope" else None
-        self._exponents = torch.arange(0, self.rotary_dim, 2, dtype=torch.float64) / self.rotary_dim
+        constants = {"inverse": self._frequencies(None)}
+        if rope_type == "longrope":
+            constants["long"] = self._frequencies(self._trained_length() + 1.0)
+        constants["exponents"] = torch.arange(0, self.rotary_dim, 2, dtype=torch.float64) / self.rotary_dim
+        self._constants = HostConstants(**constants)
         self._length_dependent = rope_type in ("dynamic", "longrope")
-        self._longest = self._trained_length() if rope_type == "dynamic" else 0.0
+        # dynamic_length="longest": the longest length seen so far, per device, as a 0-d float64 tensor there
+        self._longest: dict[torch.device, torch.Tensor] = {}
         self._tables: dict[tuple[torch.device, torch.dtype], _Table] = {}
+        self._last: _Remembered | None = None  # the table of the last call by a tensor of positions or offset
 
     def _frequencies(self, seq_len: float | None) -> torch.Tensor:
         return torch.from_numpy(inverse_frequencies(self.rotary_dim, self.base, self.scaling, seq_len))
@@ -244,37 +285,40 @@ class RotaryEmbedding(nn.Module):
     # --- Tables ------------------------------------------------------------------------------------------
 
     def _inverse_frequencies(self, positions: torch.Tensor, tracing: bool) -> torch.Tensor:
-        """The float64 inverse frequencies of a call at float64 ``positions``, on their device."""
+        """The float64 inverse frequencies of a call at float64 ``positions``, on their device.
+
+        The length-dependent scalings take their length from ``positions.max()`` on the device: nothing is read.
+        """
         device = positions.device
         rope_type = self.scaling.rope_type
+        inverse = self._constants.on("inverse", device)
         if rope_type not in ("dynamic", "longrope"):
-            return self._inv_freq.to(device)
+            return inverse
         trained = self._trained_length()
         if positions.numel() == 0:
-            length = torch.tensor(trained, dtype=torch.float64, device=device)
+            length = torch.full((), trained, dtype=torch.float64, device=device)
         else:
             length = positions.max() + 1.0
         if rope_type == "longrope":
-            assert self._long_inv_freq is not None
-            return torch.where(length > trained, self._long_inv_freq.to(device), self._inv_freq.to(device))
+            return torch.where(length > trained, self._constants.on("long", device), inverse)
         if self.dynamic_length == "longest":
             if tracing:
                 raise NotImplementedError(
                     "dynamic_length='longest' keeps the longest length between calls, which a compiled or exported "
                     "graph cannot: use dynamic_length='call' there"
                 )
-            call_length = float(length)
-            if call_length > self._longest:
-                self._longest = call_length
-            elif call_length < trained and self._longest > trained:  # transformers' reset
-                self._longest = trained
-            length = torch.tensor(self._longest, dtype=torch.float64, device=device)
+            # transformers' dynamic_rope_update, on the device: the longest length so far, back to the trained
+            # length once a call is within it
+            longest = self._longest.get(device, torch.full((), trained, dtype=torch.float64, device=device))
+            reset = (length < trained) & (longest > trained)
+            length = torch.where(length > longest, length, torch.where(reset, trained, longest))
+            self._longest[device] = length
         # inverse_frequencies' dynamic base, in torch: the length is a tensor (traceable, no .item()).
         factor = self.scaling.factor
         length = torch.clamp(length, min=trained)
         rotary_dim = self.rotary_dim
         scaled_base = self.base * (factor * length / trained - (factor - 1.0)) ** (rotary_dim / (rotary_dim - 2))
-        return scaled_base ** -self._exponents.to(device)
+        return scaled_base ** -self._constants.on("exponents", device)
 
     def _cos_sin(self, positions: torch.Tensor, dtype: torch.dtype, tracing: bool) -> tuple[torch.Tensor, torch.Tensor]:
         """cos and sin (times the attention factor) of float64 ``positions (..., seq)``: ``(..., seq, pairs)``."""
@@ -294,27 +338,68 @@ class RotaryEmbedding(nn.Module):
             cosines, sines = torch.cat((cosines, cosines), dim=-1), torch.cat((-sines, sines), dim=-1)
         return cosines.to(device=device, dtype=dtype), sines.to(device=device, dtype=dtype)
 
-    def _cached_rows(self, offset: int, seq: int, device: torch.device, dtype: torch.dtype) -> _Table | None:
-        """Rows ``offset .. offset + seq - 1`` of the cached table, grown if needed; None past _TABLE_ELEMENTS."""
-        needed = offset + seq
+    def _cached_table(self, needed: int, device: torch.device, dtype: torch.dtype) -> _Table | None:
+        """The cached table of positions ``0 .. n - 1``, grown to ``n >= needed`` if needed; None past _TABLE_ELEMENTS.
+
+        A table grows to at least twice its length, by computing the new rows only: a row, once cached, never
+        changes, so that every call that reads it gets the same bits.
+        """
         pairs = self.rotary_dim // 2
         if needed * pairs > _TABLE_ELEMENTS:
             return None
         key = (device, dtype)
         table = self._tables.get(key)
-        rows = 0 if table is None else (table[1] if isinstance(table, tuple) else table).shape[0]
+        rows = 0 if table is None else _rows(table)
         if table is None or rows < needed:
-            rows = min(max(needed, 2 * rows, 64), _TABLE_ELEMENTS // pairs)
+            grown = min(max(needed, 2 * rows, 64), _TABLE_ELEMENTS // pairs)
             # An ordinary tensor even inside torch.inference_mode() (a validation loop): the cache outlives the
             # call, and an inference tensor reused by a training step would raise in backward.
             with torch.inference_mode(False), torch.no_grad():
                 work = _float64_device(device)
-                table = self._table_of(torch.arange(rows, dtype=torch.float64, device=work), device, dtype, False)
+                new = self._table_of(torch.arange(rows, grown, dtype=torch.float64, device=work), device, dtype, False)
+                if table is None:
+                    table = new
+                elif isinstance(table, tuple):
+                    assert isinstance(new, tuple)
+                    table = (torch.cat((table[0], new[0])), torch.cat((table[1], new[1])))
+                else:
+                    assert isinstance(new, torch.Tensor)
+                    table = torch.cat((table, new))
             self._tables[key] = table
-        assert table is not None
+        return table
+
+    def _cached_rows(self, offset: int, seq: int, device: torch.device, dtype: torch.dtype) -> _Table | None:
+        """Rows ``offset .. offset + seq - 1`` of the cached table, grown if needed; None past _TABLE_ELEMENTS."""
+        needed = offset + seq
+        table = self._cached_table(needed, device, dtype)
+        if table is None:
+            return None
         if isinstance(table, tuple):
             return table[0][offset:needed], table[1][offset:needed]
         return table[offset:needed]
+
+    def _gathered(self, positions: torch.Tensor, seq: int, dtype: torch.dtype) -> _Table:
+        """The table of integer ``positions`` (a tensor on ``x``'s device, ``(..., seq)``), nothing read on the host.
+
+        Positions inside the cached table (grown to at least ``seq`` rows) are gathered from it: the bits of
+        the offset path. The others are computed from float64 angles. Which positions lie inside is known only
+        on the device, so both are computed and one is picked per position there.
+        """
+        device = positions.device
+        computed = self._table_of(positions.to(_float64_device(device), torch.float64), device, dtype, False)
+        table = self._cached_table(seq, device, dtype)
+        if table is None:  # a sequence past the cached table's size limit
+            return computed
+        index = positions.clamp(0, _rows(table) - 1)
+        inside = (index == positions)[..., None]  # the positions that clamping left as they were
+        if isinstance(table, tuple):
+            assert isinstance(computed, tuple)
+            return (
+                torch.where(inside, table[0][index], computed[0]),
+                torch.where(inside, table[1][index], computed[1]),
+            )
+        assert isinstance(computed, torch.Tensor)
+        return torch.where(inside, table[index], computed)
 
     def _table(
         self, x: torch.Tensor, seq_axis: int, offset: int | torch.Tensor, positions: object, dtype: torch.dtype
@@ -324,26 +409,76 @@ class RotaryEmbedding(nn.Module):
         seq = x.shape[seq_axis]
         device = x.device
         work = _float64_device(device)
+        cached = not tracing and not self._length_dependent  # whether the cached table may serve this call
+        if isinstance(offset, torch.Tensor):  # a static cache's counter: its value stays on the device
+            if positions is not None:
+                raise ValueError("pass offset or positions, not both: got a tensor offset and positions")
+            source = offset
+            offset = _traced_offset(offset) if tracing else _check_tensor_offset(offset, seq, device)
+            assert isinstance(offset, torch.Tensor)  # for mypy: a tensor stays a tensor
+            if not cached:
+                start = offset.to(device=work, dtype=torch.float64)
+                positions_64 = start + torch.arange(seq, dtype=torch.float64, device=work)
+                return self._table_of(positions_64, device, dtype, tracing), 0
+            remembered = self._recalled(source, seq, dtype, device)
+            if remembered is None:
+                remembered = self._gathered(offset + torch.arange(seq, device=device), seq, dtype)
+                self._remember(source, seq, dtype, device, remembered)
+            return remembered, 0
         offset = _traced_offset(offset) if tracing else _check_offset(offset, seq)
+        assert isinstance(offset, int)  # a tensor was handled above
         if positions is None:
-            if not tracing and not self._length_dependent:
-                assert isinstance(offset, int)  # _check_offset's result
+            if cached:
                 rows = self._cached_rows(offset, seq, device, dtype)
                 if rows is not None:
                     return rows, 0
-            if isinstance(offset, torch.Tensor):
-                start = offset.to(device=work, dtype=torch.float64)
-                position_tensor = start + torch.arange(seq, dtype=torch.float64, device=work)
-            else:
-                position_tensor = torch.arange(offset, offset + seq, dtype=torch.float64, device=work)
+            position_tensor = torch.arange(offset, offset + seq, dtype=torch.float64, device=work)
             return self._table_of(position_tensor, device, dtype, tracing), 0
-        if isinstance(offset, torch.Tensor) or offset != 0:
+        if offset != 0:
             raise ValueError(f"pass offset or positions, not both: got offset={offset} and positions")
         if tracing:
-            position_tensor = _traced_positions(positions, x, seq_axis).to(device=work, dtype=torch.float64)
+            given = _traced_positions(positions, x, seq_axis)
         else:
-            position_tensor = torch.from_numpy(_positions_array(positions, x, seq_axis, self.head_dim)).to(work)
-        return self._table_of(position_tensor, device, dtype, tracing), position_tensor.ndim - 1
+            given = _positions_tensor(positions, x, seq_axis, self.head_dim)
+        if given.ndim > 1 and given.shape[:-1].numel() == 1:  # (1, seq): the same positions for every row of x
+            given = given.reshape(-1)
+        leading = given.ndim - 1
+        if not cached:
+            return self._table_of(given.to(device=work, dtype=torch.float64), device, dtype, tracing), leading
+        remembered = self._recalled(positions, seq, dtype, device)
+        if remembered is None:
+            if given.is_floating_point():
+                remembered = self._table_of(given.to(device=work, dtype=torch.float64), device, dtype, False)
+            else:
+                remembered = self._gathered(given, seq, dtype)
+            self._remember(positions, seq, dtype, device, remembered)
+        return remembered, leading
+
+    def _recalled(self, source: object, seq: int, dtype: torch.dtype, device: torch.device) -> _Table | None:
+        """The table of the previous call if it was made from the tensor ``source``, unchanged since, for ``x``
+        of the same length, dtype and device; else None."""
+        last = self._last
+        if last is None or not isinstance(source, torch.Tensor) or last.source() is not source:
+            return None
+        if device.type == "cuda" and torch.cuda.is_current_stream_capturing():  # a graph computes its own table
+            return None
+        if (last.seq, last.dtype, last.device) != (seq, dtype, device) or last.version != source._version:
+            return None
+        return last.table
+
+    def _remember(self, source: object, seq: int, dtype: torch.dtype, device: torch.device, table: _Table) -> None:
+        """Keep ``table``, made from the tensor ``source``, for the next call with the same tensor.
+
+        Not for an inference tensor (it has no version counter: an update in place would go unseen), nor a table
+        made in inference mode (an inference tensor, which a later training step could not use), nor while a
+        CUDA graph is being captured (its replays must compute the table from the tensor's new values).
+        """
+        capturing = device.type == "cuda" and torch.cuda.is_current_stream_capturing()
+        inference = torch.is_inference_mode_enabled() or (isinstance(source, torch.Tensor) and source.is_inference())
+        if not isinstance(source, torch.Tensor) or inference or capturing:
+            self._last = None
+            return
+        self._last = _Remembered(weakref.ref(source), source._version, seq, dtype, device, table)
 
     # --- Rotation ----------------------------------------------------------------------------------------
 
@@ -360,14 +495,15 @@ class RotaryEmbedding(nn.Module):
         offset : int or 0-d integer tensor, default 0
             Position of row 0: row ``r`` sits at ``offset + r``. ``>= 0`` with ``offset + seq <= 2**53``,
             e.g. the number of tokens already in a key/value cache, or a static cache's
-            ``cache_position[0]``. A tensor stays a tensor when compiled (one graph for every offset); an
-            int is specialised by Dynamo, so compile with ``dynamic=True`` for one graph (without it, Dynamo
-            makes a second, dynamic graph when the int first changes, and no more).
+            ``cache_position[0]``. A tensor's value is never read on the host, eager or compiled (one graph
+            for every offset); an int is specialised by Dynamo, so compile with ``dynamic=True`` for one graph
+            (without it, Dynamo makes a second, dynamic graph when the int first changes, and no more).
         positions : (seq,), (1, seq) or (batch, seq) tensor, array_like of real, or None, default None
             The position of each row instead, any finite reals (fractional included); not with an
             ``offset``. A ``(batch, seq)`` tensor (transformers' ``position_ids``) gives each entry of
             ``x``'s first axis its own positions: its leading axes line up with ``x``'s first axes (before
-            ``seq_dim``), each 1 or equal to ``x``'s. A tensor when compiled.
+            ``seq_dim``), each 1 or equal to ``x``'s. A tensor when compiled. Integer positions inside the
+            cached table are read from it, as an offset's are.
 
         Returns
         -------
@@ -385,8 +521,9 @@ class RotaryEmbedding(nn.Module):
         ValueError
             If ``x`` does not end in ``head_dim`` or has no axis ``seq_dim`` before its last, ``offset`` is
             negative or too large, ``positions`` is not finite, its last axis is not ``seq`` long or its
-            leading axes do not broadcast against ``x``'s, or both ``offset`` and ``positions`` are given
-            (the value checks are skipped when compiling: they would read the tensors' values).
+            leading axes do not broadcast against ``x``'s, or both ``offset`` and ``positions`` are given. The
+            checks of a tensor's values (``offset``, ``positions``) run on its device: on an accelerator they
+            are device assertions, reported at the next synchronisation; when compiling they are skipped.
         NotImplementedError
             When compiling with ``dynamic_length="longest"``.
         """
@@ -456,7 +593,7 @@ class RotaryEmbedding(nn.Module):
         dtype = torch.float64 if q.dtype == torch.float64 else torch.float32
         table, leading = self._table(q, seq_axis, offset, positions, dtype)
         table = _broadcast_table(table, q, seq_axis, leading)
-        joined = self.layout == "halves" and not leading and seq_axis > 0
+        joined = self.layout == "halves" and not leading and seq_axis > 0 and not torch.compiler.is_compiling()
         if joined and q.shape == k.shape and q.numel() <= _JOINED_ELEMENTS:
             # A decode step in the halves layout (three kernels per tensor): q and k side by side make four launches
             # instead of six; the copy is small. (Interleaved is one complex product per tensor: nothing to save.)
@@ -469,16 +606,16 @@ class RotaryEmbedding(nn.Module):
     def _fast_rows(self, x: object, offset: object, positions: object) -> _Table | None:
         """The cached rows for ``x`` if the call is an ordinary eager one, else None (the checked path).
 
-        Ordinary: not compiling, an int ``offset >= 0`` and no ``positions``, the default ``seq_dim``, the whole
-        head rotated, a scaling that does not depend on the length, a float32 tensor ``(..., seq, head_dim)``
-        without gradient, and a cached float32 table that
-        already covers ``offset + seq``. Everything else, every invalid input included, takes the path that
-        checks it, so that errors and results stay as they are; this one skips its general machinery (make
-        bench: the decode rows).
+        Ordinary: not compiling, the default ``seq_dim``, the whole head rotated, a scaling that does not depend on
+        the length, a float32 tensor ``(..., seq, head_dim)`` without gradient, and either an int ``offset >= 0``
+        whose rows the cached float32 table already covers, or (with ``offset`` 0) the tensor ``positions`` of the
+        previous call, unchanged, whose table has no leading axes (``(seq,)`` or ``(1, seq)`` positions: it
+        broadcasts against any ``x`` of that length). Everything else, every invalid input included, takes the path
+        that checks it, so that errors and results stay as they are; this one skips its general machinery (make
+        bench: the decode rows, and the positions path).
         """
         if (
-            positions is not None
-            or type(offset) is not int
+            type(offset) is not int
             or offset < 0
             or type(x) is not torch.Tensor
             or x.dtype != torch.float32
@@ -492,6 +629,15 @@ class RotaryEmbedding(nn.Module):
         shape = x.shape
         if len(shape) < 2 or shape[-1] != self.head_dim:
             return None
+        if positions is not None:
+            if offset != 0:
+                return None
+            remembered = self._recalled(positions, shape[-2], torch.float32, x.device)
+            if remembered is None or (remembered[0] if isinstance(remembered, tuple) else remembered).ndim != 2:
+                return None
+            assert isinstance(positions, torch.Tensor)  # _recalled found it
+            # Its leading axes (all of size 1) line up with x's first axes, before the sequence axis, or it is refused.
+            return remembered if positions.ndim <= len(shape) - 1 else None
         table = self._tables.get((x.device, torch.float32))
         if table is None:
             return None
@@ -519,6 +665,18 @@ class RotaryEmbedding(nn.Module):
         if rotary_dim != self.head_dim:
             rotated = torch.cat((rotated, computed[..., rotary_dim:]), dim=-1)
         return rotated if rotated.dtype == x.dtype else rotated.to(x.dtype)
+
+    def __getstate__(self) -> dict[str, object]:
+        # Pickled without the last call's table: its weak reference cannot be pickled, and it is only a cache.
+        state = self.__dict__.copy()
+        state["_last"] = None
+        return state
+
+    def _apply(self, fn: Callable[[torch.Tensor], torch.Tensor], recurse: bool = True) -> RotaryEmbedding:
+        # .to(device), .cuda(), ...: the float64 constants follow the module's device, never its dtype
+        self._constants.follow(fn)
+        super()._apply(fn, recurse)  # type: ignore[no-untyped-call]
+        return self
 
     def extra_repr(self) -> str:
         extra = "" if self.seq_dim == -2 else f", seq_dim={self.seq_dim}"
@@ -560,7 +718,9 @@ def _rotate_halves(x: torch.Tensor, table: tuple[torch.Tensor, torch.Tensor]) ->
     # writes the tensor once more. Either way the same products are rounded and added in the same order.
     both_cosines, signed_sines = table
     half = x.shape[-1] // 2
-    if x.numel() <= _JOINED_ELEMENTS or (x.requires_grad and torch.is_grad_enabled()) or torch.compiler.is_compiling():
+    # Compiling is asked first: x.numel() of a dynamic sequence length is symbolic, and comparing it would make
+    # a guard that bounds the length (torch.export would refuse a dynamic length past 2**16 / features).
+    if torch.compiler.is_compiling() or x.numel() <= _JOINED_ELEMENTS or (x.requires_grad and torch.is_grad_enabled()):
         rotated = torch.cat((x[..., half:], x[..., :half]), dim=-1)
         rotated.mul_(signed_sines)
     else:
@@ -576,10 +736,24 @@ def _float64_device(device: torch.device) -> torch.device:
 
 
 def _check_offset(offset: object, seq: int) -> int:
+    """An int ``offset`` (not a tensor), checked."""
     if type(offset) is int and 0 <= offset <= _MAX_OFFSET - seq:  # the common case, without the checks below
         return offset
     accepted = f"an int or 0-d integer tensor >= 0 with offset + seq <= 2**53 (seq = {seq})"
-    return check_int(offset_as_int(offset), "offset", minimum=0, maximum=_MAX_OFFSET - seq, accepted=accepted)
+    return check_int(offset, "offset", minimum=0, maximum=_MAX_OFFSET - seq, accepted=accepted)
+
+
+def _check_tensor_offset(offset: torch.Tensor, seq: int, device: torch.device) -> torch.Tensor:
+    """A 0-d integer tensor ``offset``: its type and shape checked here, its value on ``device``, where it is moved."""
+    accepted = f"an int or 0-d integer tensor >= 0 with offset + seq <= 2**53 (seq = {seq})"
+    checked = check_offset(offset, minimum=0, maximum=_MAX_OFFSET - seq, accepted=accepted, device=device)
+    assert isinstance(checked, torch.Tensor)  # for mypy: a tensor stays a tensor
+    return checked
+
+
+def _rows(table: _Table) -> int:
+    """Number of positions in a table."""
+    return (table[0] if isinstance(table, tuple) else table).shape[0]
 
 
 def _traced_offset(offset: object) -> int | torch.Tensor:
@@ -637,15 +811,18 @@ def _broadcast_table(table: _Table, x: torch.Tensor, seq_axis: int, leading: int
     return table.reshape(*shape, table.shape[-1])
 
 
-def _positions_array(positions: object, x: torch.Tensor, seq_axis: int, head_dim: int) -> NDArray[np.float64]:
-    """``positions`` (shape ``(..., seq)``, leading axes broadcasting against ``x``'s first axes) as float64 NumPy."""
+def _positions_tensor(positions: object, x: torch.Tensor, seq_axis: int, head_dim: int) -> torch.Tensor:
+    """``positions`` (shape ``(..., seq)``, leading axes broadcasting against ``x``'s first axes) on ``x``'s device.
+
+    Integer positions keep their dtype (the cached table serves them); the values stay on the device.
+    """
     seq = x.shape[seq_axis]
-    array = positions_array(positions, seq, head_dim, "head_dim", f"seq = x.shape[{seq_axis}]")
-    leading = array.shape[:-1]
+    tensor = positions_tensor(positions, seq, head_dim, "head_dim", f"seq = x.shape[{seq_axis}]", x.device)
+    leading = tuple(tensor.shape[:-1])
     if len(leading) > seq_axis or any(n not in (1, m) for n, m in zip(leading, x.shape)):
         raise ValueError(
-            f"positions of shape {array.shape} does not broadcast against x of shape {tuple(x.shape)}: its axes "
-            f"before the last line up with x's first axes, before the sequence axis {seq_axis}, "
+            f"positions of shape {tuple(tensor.shape)} does not broadcast against x of shape {tuple(x.shape)}: its "
+            f"axes before the last line up with x's first axes, before the sequence axis {seq_axis}, "
             f"{tuple(x.shape[:seq_axis])}, and each must be 1 or equal to x's ((seq,), (1, seq) or (batch, seq))"
         )
-    return array
+    return tensor

@@ -6,9 +6,11 @@ sequence index, broadcast over the batch: the *sequence* axis is the one that in
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import torch
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 from torch import nn
 
 from posenc._validation import (
@@ -21,8 +23,8 @@ from posenc._validation import (
     check_real,
     check_table_size,
 )
-from posenc.nn._checks import batch_positions, check_embeddings, offset_as_int
-from posenc.sinusoid import sinusoidal
+from posenc.nn._checks import HostConstants, batch_positions, check_embeddings, check_offset
+from posenc.sinusoid import frequencies, layout_permutation, sinusoidal
 
 __all__ = ["SinusoidalPositionalEncoding"]
 
@@ -101,6 +103,13 @@ class SinusoidalPositionalEncoding(nn.Module):
         self.layout = check_choice(layout, "layout", LAYOUTS)
         self.dropout = nn.Dropout(check_real(dropout, "dropout", at_least=0.0, below=1.0))
         self.register_buffer("table", self._build(max_len, device=None), persistent=False)
+        # For positions outside the table: the float64 frequencies (not a buffer: .half() must not round them) and
+        # the column of each interleaved [sin | cos] value in the layout.
+        columns = layout_permutation("interleaved", self.layout, self.d_model)
+        self._constants = HostConstants(
+            frequencies=torch.from_numpy(frequencies(self.d_model, base=self.base)),
+            columns=torch.from_numpy(np.ascontiguousarray(columns)),
+        )
 
     def _build(self, n_positions: int, device: torch.device | None) -> torch.Tensor:
         table = sinusoidal(n_positions, self.d_model, base=self.base, layout=self.layout, dtype=np.float32)
@@ -119,10 +128,12 @@ class SinusoidalPositionalEncoding(nn.Module):
             Embeddings, any floating dtype and device; the sequence axis is the one that indexes positions.
         offset : int or 0-d integer tensor, default 0
             Position of row 0: row ``r`` sits at ``offset + r``. ``>= 0`` with ``offset + seq <= 2**53``,
-            e.g. the number of tokens already decoded.
+            e.g. the number of tokens already decoded. A tensor's value stays on its device (checked there,
+            never read on the host): rows of the table where they exist, the formula past it.
         positions : (seq,), (1, seq) or (batch, seq) tensor, array_like of real, or None, default None
             The position of each row instead (a ``(batch, seq)`` one per batch row: left padding, packed
-            sequences), any finite reals; not with an ``offset``.
+            sequences), any finite reals; not with an ``offset``. Integer positions inside the table are its
+            rows; the values of a tensor are checked on its device.
 
         Returns
         -------
@@ -130,7 +141,8 @@ class SinusoidalPositionalEncoding(nn.Module):
             ``dropout(x + encoding)``, with ``x``'s dtype and device (the float32 encodings are cast to them).
             Without ``offset`` and ``positions``, an input longer than the cached table first grows
             ``table`` to ``max(seq, 2 * cached)`` rows (capped by ``posenc.MAX_TABLE_ELEMENTS``); other
-            positions beyond the cache are computed for the call.
+            positions beyond the cache (and, when compiling, those of a longer input: a graph leaves the
+            table as it is) are computed for the call.
 
         Raises
         ------
@@ -143,32 +155,55 @@ class SinusoidalPositionalEncoding(nn.Module):
             not of shape ``(seq,)``, ``(1, seq)`` or ``(batch, seq)``, or both are given.
         """
         seq = check_embeddings(x, self.d_model)
-        offset = check_int(
-            offset_as_int(offset), "offset", maximum=_MAX_POSITION - seq, accepted="an int or 0-d integer tensor >= 0"
-        )
+        accepted = "an int or 0-d integer tensor >= 0 with offset + seq <= 2**53"
+        device = self.table.device
+        offset = check_offset(offset, minimum=0, maximum=_MAX_POSITION - seq, accepted=accepted, device=device)
         encoding: torch.Tensor
         if positions is not None:
-            if offset:
+            if isinstance(offset, torch.Tensor) or offset:
                 raise ValueError(f"pass offset or positions, not both: got offset={offset} and positions")
-            array = batch_positions(positions, x, self.d_model)
-            encoding = self._encode(array.ravel()).reshape(*array.shape, self.d_model)
+            encoding = self._encode(batch_positions(positions, x, self.d_model).to(device))
+        elif isinstance(offset, torch.Tensor):  # its value stays on the device: rows of the table where they exist
+            encoding = self._encode(offset + torch.arange(seq, device=device))
         elif offset + seq <= self.table.shape[0]:
             encoding = self.table[offset : offset + seq]
-        elif offset == 0:
+        elif offset == 0 and not torch.compiler.is_compiling():  # a traced call leaves the table as it is
             check_table_size(seq, self.d_model, "sequence length of x")
             grown = max(seq, min(2 * self.table.shape[0], MAX_TABLE_ELEMENTS // self.d_model))
             self.table = self._build(grown, device=self.table.device)
             encoding = self.table[:seq]
         else:  # beyond the cache: these rows only, not a table up to offset + seq
-            encoding = self._encode(offset + np.arange(seq, dtype=np.float64))
+            encoding = self._formula(torch.arange(offset, offset + seq, dtype=torch.float64, device=device))
         out: torch.Tensor = self.dropout(x + encoding.to(dtype=x.dtype, device=x.device))
         return out
 
-    def _encode(self, positions: NDArray[np.float64]) -> torch.Tensor:
-        """The encodings of ``positions`` (float64, 1-D), float64 rounded once to the table's dtype."""
-        check_table_size(len(positions), self.d_model)
-        rows = sinusoidal(positions, self.d_model, base=self.base, layout=self.layout, dtype=np.float64)
-        return torch.from_numpy(rows).to(dtype=self.table.dtype)
+    def _encode(self, positions: torch.Tensor) -> torch.Tensor:
+        """The encodings of ``positions`` (a tensor on the table's device): ``(*positions.shape, d_model)``.
+
+        Integer positions inside the table are its rows; the others (outside it, or fractional) are
+        :meth:`_formula`'s. Both are computed and one is picked per position, on the device: which positions lie
+        inside is never read on the host.
+        """
+        check_table_size(positions.numel(), self.d_model)
+        computed = self._formula(positions.to(torch.float64))
+        if positions.is_floating_point():
+            return computed
+        rows = self.table.shape[0]
+        inside = (positions >= 0) & (positions < rows)
+        return torch.where(inside[..., None], self.table[positions.clamp(0, rows - 1)], computed)
+
+    def _formula(self, positions: torch.Tensor) -> torch.Tensor:
+        """:func:`posenc.sinusoidal` of float64 ``positions`` (any shape) in torch, rounded once to the table dtype."""
+        device = positions.device
+        angles = positions[..., None] * self._constants.on("frequencies", device)
+        interleaved = torch.stack((torch.sin(angles), torch.cos(angles)), dim=-1).flatten(-2)
+        return interleaved[..., self._constants.on("columns", device)].to(self.table.dtype)
+
+    def _apply(self, fn: Callable[[torch.Tensor], torch.Tensor], recurse: bool = True) -> SinusoidalPositionalEncoding:
+        # .to(device), .cuda(), ...: the float64 constants follow the module's device, never its dtype
+        self._constants.follow(fn)
+        super()._apply(fn, recurse)  # type: ignore[no-untyped-call]
+        return self
 
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, cached={self.table.shape[0]}, base={self.base}, layout={self.layout!r}"

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+from numpy.typing import NDArray
 from torch import nn
 
 from posenc._validation import (
+    MAX_OFFSET,
     MAX_TABLE_ELEMENTS,
     check_int,
     check_query_key_lengths,
     check_t5_buckets,
     check_table_size,
 )
-from posenc.nn._checks import LONG_CONTEXT_HINT, offset_as_int, offset_tensor
+from posenc.nn._checks import LONG_CONTEXT_HINT, check_offset, offset_tensor
 from posenc.nn.flex import ScoreMod
 from posenc.t5 import t5_relative_bucket
 
@@ -39,6 +41,12 @@ class T5RelativeBias(nn.Module):
     relative_attention_bias : nn.Embedding(num_buckets, n_heads)
         The learned scalars, row ``b`` for bucket ``b``; named as in ``transformers``' ``T5Attention``, so
         a T5 checkpoint's table loads as it is. Initialised by ``nn.Embedding``'s default, N(0, 1).
+    bucket_starts : (n_side - 1,) int64 tensor
+        The smallest distance of bucket ``1, 2, ..., n_side - 1`` of a side (``n_side``: ``num_buckets // 2``
+        when bidirectional, else ``num_buckets``), found once from :func:`posenc.t5_relative_bucket`; the
+        buckets of any distances are then a sorted search on the device (``torch.bucketize``), without a
+        logarithm or a copy to the host. A non-persistent buffer: it moves with ``.to()``, and the
+        ``state_dict`` (a T5 checkpoint's) does not hold it.
 
     Notes
     -----
@@ -66,6 +74,8 @@ class T5RelativeBias(nn.Module):
     (see :mod:`posenc.nn.flex`).
     """
 
+    bucket_starts: torch.Tensor
+
     def __init__(
         self, n_heads: int, *, bidirectional: bool = True, num_buckets: int = 32, max_distance: int = 128
     ) -> None:
@@ -76,6 +86,8 @@ class T5RelativeBias(nn.Module):
         )
         check_table_size(self.num_buckets, self.n_heads, "num_buckets", "n_heads")
         self.relative_attention_bias = nn.Embedding(self.num_buckets, self.n_heads)
+        starts = _bucket_starts(self.bidirectional, self.num_buckets, self.max_distance)
+        self.register_buffer("bucket_starts", torch.from_numpy(starts), persistent=False)
 
     def buckets(
         self, q_len: int, k_len: int | None = None, *, offset: int | torch.Tensor | None = None
@@ -102,26 +114,41 @@ class T5RelativeBias(nn.Module):
             If a length is not an int ``>= 0``, the result would exceed ``posenc.MAX_TABLE_ELEMENTS``, or
             ``offset`` is not an int or 0-d integer tensor with ``|offset| <= 2**52``.
         """
-        q_len, k_len, offset = check_query_key_lengths(q_len, k_len, offset_as_int(offset))
+        q_len, k_len, offset = self._lengths(q_len, k_len, offset)
         return self._buckets(q_len, k_len, offset)
 
-    def _buckets(self, q_len: int, k_len: int, offset: int) -> torch.Tensor:
+    def _lengths(
+        self, q_len: object, k_len: object, offset: object, *, dense: bool = False
+    ) -> tuple[int, int, int | torch.Tensor]:
+        """Checked lengths and offset (an int, or a 0-d tensor on the weight's device, its value checked there).
+
+        ``dense``: the lengths of :meth:`forward`'s bias, ``n_heads`` values per pair (its size message hints at
+        :meth:`score_mod`); else of :meth:`buckets`' table.
+        """
+        sizes = (self.n_heads, "n_heads") if dense else (1, "")
+        hint = LONG_CONTEXT_HINT if dense else ""
+        given = 0 if isinstance(offset, torch.Tensor) else offset
+        queries, keys, checked = check_query_key_lengths(q_len, k_len, given, *sizes, hint=hint)
+        if not isinstance(offset, torch.Tensor):
+            return queries, keys, checked
+        device = self.relative_attention_bias.weight.device
+        return queries, keys, check_offset(offset, minimum=-MAX_OFFSET, maximum=MAX_OFFSET, device=device)
+
+    def _buckets(self, q_len: int, k_len: int, offset: int | torch.Tensor) -> torch.Tensor:
         """:meth:`buckets` for checked lengths and offset."""
         device = self.relative_attention_bias.weight.device
         if not (q_len and k_len):  # an empty table: allocate nothing of the other length (it may be huge)
             return torch.zeros(q_len, k_len, dtype=torch.int64, device=device)
-        # Buckets depend on j - (offset + i) only: compute them once per distinct relative position, then spread.
-        distinct = torch.from_numpy(
-            t5_relative_bucket(
-                np.arange(-(q_len - 1), k_len) - offset,
-                bidirectional=self.bidirectional,
-                num_buckets=self.num_buckets,
-                max_distance=self.max_distance,
-            )
-        ).to(device)
-        # relative position j - (offset + i) sits at index j - i + q_len - 1 of `distinct`
-        index = torch.arange(k_len, device=device)[None, :] - torch.arange(q_len, device=device)[:, None] + q_len - 1
-        return distinct[index]
+        queries = torch.arange(q_len, device=device) + offset
+        return self._relative_buckets(torch.arange(k_len, device=device)[None, :] - queries[:, None])
+
+    def _relative_buckets(self, relative: torch.Tensor) -> torch.Tensor:
+        """The bucket of each relative position (int64, key minus query): ``bucket_starts`` searched on the device."""
+        side = self.num_buckets // 2 if self.bidirectional else self.num_buckets
+        # The distance of a side: |j - i| when bidirectional, else how far the key lies before the query.
+        distance = relative.abs() if self.bidirectional else (-relative).clamp(min=0)
+        bucket = torch.bucketize(distance, self.bucket_starts, right=True)  # the starts at or below the distance
+        return bucket + side * (relative > 0) if self.bidirectional else bucket
 
     def forward(
         self, q_len: int, k_len: int | None = None, *, offset: int | torch.Tensor | None = None
@@ -140,6 +167,8 @@ class T5RelativeBias(nn.Module):
             Position of query 0: query ``i`` sits at ``offset + i``. ``None`` means ``k_len - q_len``. Give it
             for a static cache, whose ``k_len`` is the cache's size and not the number of tokens seen
             (``cache_position[0]``, as transformers' ``compute_bias(..., cache_position=)``). ``|offset| <= 2**52``.
+            A tensor's value stays on its device: it is checked there (on an accelerator by a device
+            assertion, reported at the next synchronisation), never read on the host.
 
         Returns
         -------
@@ -155,9 +184,7 @@ class T5RelativeBias(nn.Module):
             If a length is negative, the bias would exceed ``posenc.MAX_TABLE_ELEMENTS`` elements (the message
             then points to :meth:`score_mod`), or ``|offset| > 2**52``.
         """
-        q_len, k_len, offset = check_query_key_lengths(
-            q_len, k_len, offset_as_int(offset), self.n_heads, "n_heads", hint=LONG_CONTEXT_HINT
-        )
+        q_len, k_len, offset = self._lengths(q_len, k_len, offset, dense=True)
         bias: torch.Tensor = self.relative_attention_bias(self._buckets(q_len, k_len, offset))
         return bias.permute(2, 0, 1)
 
@@ -191,11 +218,12 @@ class T5RelativeBias(nn.Module):
 
         Notes
         -----
-        The buckets stay exact integers: no logarithm is evaluated per score. The module computes once
-        the bucket of every relative position in ``[-max_distance, max_distance]`` with
-        :func:`posenc.t5_relative_bucket`, and the score_mod clamps ``kv_idx - (offset + q_idx)`` to
+        The buckets stay exact integers: no logarithm is evaluated per score. This method computes, on the
+        weight's device and from ``bucket_starts``, the bucket of every relative position in
+        ``[-max_distance, max_distance]``, and the score_mod clamps ``kv_idx - (offset + q_idx)`` to
         that range and reads the bucket there; clamping changes no bucket, since every distance of
-        ``max_distance`` or more is in the last bucket of its side.
+        ``max_distance`` or more is in the last bucket of its side. (FlexAttention's compiled kernels cannot
+        run ``torch.bucketize`` inside a score_mod, hence the lookup.)
 
         Examples
         --------
@@ -212,14 +240,7 @@ class T5RelativeBias(nn.Module):
                 f"score_mod needs a lookup of 2 * max_distance + 1 = {2 * reach + 1} buckets, over the limit of "
                 f"{MAX_TABLE_ELEMENTS}: build the module with a smaller max_distance, or use its dense forward"
             )
-        lookup = torch.from_numpy(
-            t5_relative_bucket(
-                np.arange(-reach, reach + 1),
-                bidirectional=self.bidirectional,
-                num_buckets=self.num_buckets,
-                max_distance=self.max_distance,
-            )
-        ).to(shift.device)
+        lookup = self._relative_buckets(torch.arange(-reach, reach + 1, device=shift.device))
         weight = self.relative_attention_bias.weight
 
         def t5(
@@ -237,3 +258,24 @@ class T5RelativeBias(nn.Module):
             f"n_heads={self.n_heads}, bidirectional={self.bidirectional}, num_buckets={self.num_buckets}, "
             f"max_distance={self.max_distance}"
         )
+
+
+def _bucket_starts(bidirectional: bool, num_buckets: int, max_distance: int) -> NDArray[np.int64]:
+    """The smallest distance ``n >= 0`` of each bucket ``1 .. n_side - 1`` of a side, by bisection on the reference.
+
+    Bucket ``f(n)`` of distance ``n`` is :func:`posenc.t5_relative_bucket` of ``-n`` (a key ``n`` before the
+    query: the same side in both modes); it never decreases with ``n`` and is ``n_side - 1`` from
+    ``max_distance`` on, so ``f(n)`` is the number of starts at or below ``n`` (a bucket the log term skips
+    starts where the next one does).
+    """
+    side = num_buckets // 2 if bidirectional else num_buckets
+    wanted = np.arange(1, side)
+    low, high = np.zeros_like(wanted), np.full_like(wanted, max_distance)
+    while np.any(low < high):
+        middle = (low + high) // 2
+        reached = (
+            t5_relative_bucket(-middle, bidirectional=bidirectional, num_buckets=num_buckets, max_distance=max_distance)
+            >= wanted
+        )
+        low, high = np.where(reached, low, middle + 1), np.where(reached, middle, high)
+    return low
