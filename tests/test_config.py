@@ -133,6 +133,57 @@ def test_the_class_defaults_added_to_gemma_3s_file_are_the_classs():
     assert not set(defaults) & set(PUBLISHED_CONFIGS["google/gemma-3-4b-it"].values)
 
 
+GEMMA4_TEXT_CONFIG = {
+    "hidden_size": 3840,
+    "num_hidden_layers": 12,
+    "num_attention_heads": 16,
+    "num_key_value_heads": 8,
+    "num_global_key_value_heads": 1,
+    "head_dim": 256,
+    "global_head_dim": 512,
+    "attention_k_eq_v": True,
+    "sliding_window": 1024,
+    "max_position_embeddings": 131072,
+    "layer_types": (["sliding_attention"] * 5 + ["full_attention"]) * 2,
+    "rope_parameters": {
+        "full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.25, "rope_theta": 1000000.0},
+        "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+    },
+}
+"""A Gemma 4 text_config in the form Google publishes it (the sizes of gemma-4-12B-it's, 12 of its 48 layers): the
+full layers' head size as ``global_head_dim``, no ``per_layer_config``, which transformers derives from it."""
+
+
+@pytest.mark.parametrize(
+    ("model_type", "class_name"),
+    [
+        ("gemma4_text", "Gemma4TextConfig"),
+        ("gemma4_unified_text", "Gemma4UnifiedTextConfig"),
+        ("diffusion_gemma_text", "DiffusionGemmaTextConfig"),
+    ],
+)
+def test_gemma_4s_published_text_config_gives_the_full_layers_their_own_head(model_type, class_name):
+    """The full layers of a published Gemma 4 text_config have ``global_head_dim`` = 512 features a head, and rotate
+    a quarter of their pairs at base^(-2i/512), as the configuration class reads it; without the key, the class's
+    default 512 (recorded in ``defaults_used``), never ``head_dim``."""
+    import transformers
+
+    config_class = getattr(transformers, class_name)
+    for published in (GEMMA4_TEXT_CONFIG, {k: v for k, v in GEMMA4_TEXT_CONFIG.items() if k != "global_head_dim"}):
+        raw = {**copy.deepcopy(published), "model_type": model_type}
+        plan = RotaryPlan.from_config(copy.deepcopy(raw))
+        theirs = config_class.from_dict(copy.deepcopy(raw))
+        full = [plan.layers[index] for index in (5, 11)]
+        assert {(layer.layer_type, layer.head_dim, layer.rotary_dim) for layer in full} == {
+            ("full_attention", 512, 512)
+        }
+        assert np.count_nonzero(full[0].inverse_frequencies()) == 512 // 2 // 4
+        assert plan.layers[0].head_dim == 256
+        assert plan.layers == RotaryPlan.from_config(theirs).layers
+        compare_against(copy.deepcopy(raw), theirs)
+        assert ("global_head_dim" in plan.defaults_used) == ("global_head_dim" not in published)
+
+
 def test_the_reader_sees_the_wrong_reading_of_a_published_config(monkeypatch):
     """The comparison is live: Gemma 3's legacy rope_scaling applied to every layer (vllm-project/vllm#29111's bug:
     the sliding layers lose their local base) moves the rotation far beyond the tolerance."""
