@@ -689,8 +689,7 @@ def test_claim_on_one_draw_alibi_hardly_rises_and_nope_rises_with_every_symbol_r
                 band(by_position["none", seed], 32, 63) - band(by_position["none", seed], 16, 31) for seed in seeds
             ],
             "rotary: 32-63 minus 16-31": [
-                band(by_position["rotary", seed], 32, 63) - band(by_position["rotary", seed], 16, 31)
-                for seed in seeds
+                band(by_position["rotary", seed], 32, 63) - band(by_position["rotary", seed], 16, 31) for seed in seeds
             ],
             # the order at 128-255: ALiBi lowest, then T5 and NoPE, then sinusoidal and rotary
             "t5, none at 128-255 minus alibi": min(far["t5"], far["none"]) - far["alibi"],
