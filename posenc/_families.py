@@ -64,7 +64,7 @@ FeatureOrder = Literal["natural", "swapped_halves", "halves_per_axis"]
 minus the angle, NanoChat); or pairs ``(j, j + k)`` within each axis's own block of ``2k`` features (Gemma 4's
 vision tower), which posenc's halves layout reads after swapping the middle quarters."""
 
-QueryRule = Literal["llama4_temperature", "llama4_beta", "scalable_softmax"]
+QueryRule = Literal["llama4_temperature", "llama4_beta", "scalable_softmax", "learned_log"]
 
 DerivedAttributes = Literal["bamba", "falcon_h1", "recurrent_gemma", "all_sliding", "longcat"]
 """Attributes a config class computes (properties not written to config.json), derived the same way from a dict:
@@ -2121,6 +2121,7 @@ FAMILIES: dict[str, Family] = {
         layout="interleaved",
         nope="no_rope_layers",
         softmax_mscale=True,
+        query_scaling="learned_log",  # MistralLarge4TextSoftmaxScaling: learned per head, on every layer
     ),
     "mixtral": _f(
         "mixtral",

@@ -15,7 +15,8 @@ never given a default transformers would not give it.
 :func:`posenc.nn.rotary_embedding` builds the PyTorch module of a layer from its :class:`LayerRotary`;
 :meth:`posenc.LayerRotary.rotate` is the float64 reference. :func:`query_scale` computes the position-dependent query
 multipliers some families apply outside their rotary embedding (Llama 4's attention-temperature tuning,
-``llama_4_scaling_beta`` of Ministral 3 and Mistral 4).
+``llama_4_scaling_beta`` of Ministral 3 and Mistral 4); the plan also names Mistral Large 4's learned one, whose
+values are weights (``QueryScaling("learned_log")``).
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ __all__ = [
 MODEL_TYPES: tuple[str, ...] = tuple(sorted(FAMILIES))
 """The ``model_type`` values :meth:`posenc.RotaryPlan.from_config` knows: those of transformers v5.23 that rotate."""
 
-QueryScaleKind = Literal["llama4_temperature", "llama4_beta", "scalable_softmax"]
+QueryScaleKind = Literal["llama4_temperature", "llama4_beta", "scalable_softmax", "learned_log"]
 """The position-dependent query multipliers of :class:`QueryScaling`."""
 
 QUERY_SCALE_KINDS: tuple[QueryScaleKind, ...] = get_args(QueryScaleKind)
@@ -70,7 +71,7 @@ class QueryScaling:
 
     Parameters
     ----------
-    kind : {"llama4_temperature", "llama4_beta", "scalable_softmax"}
+    kind : {"llama4_temperature", "llama4_beta", "scalable_softmax", "learned_log"}
         The formula, with :math:`p` the position, :math:`s` = ``scale`` and :math:`L` = ``length``:
 
         - ``"llama4_temperature"`` (Llama 4's ``attn_temperature_tuning``, on its NoPE layers):
@@ -79,17 +80,23 @@ class QueryScaling:
           layer, after the rotation): :math:`1 + s \ln(1 + \lfloor p / L \rfloor)`, ``scale`` the beta and
           ``length`` the dict's ``original_max_position_embeddings``;
         - ``"scalable_softmax"`` (the NoPE full-attention layers of ``beam``):
-          :math:`(1 + (p + 1) / L)^{s}`, ``scale = 0.1``, ``length = 2048``, as its modeling code fixes them.
-    scale : float
-        :math:`s`, finite.
-    length : float
-        :math:`L`, finite and ``> 0``.
+          :math:`(1 + (p + 1) / L)^{s}`, ``scale = 0.1``, ``length = 2048``, as its modeling code fixes them;
+        - ``"learned_log"`` (Mistral Large 4's ``MistralLarge4TextSoftmaxScaling``, on the queries of every layer,
+          NoPE layers included, after the rotation, and on its indexer's queries): :math:`a_h \ln(1 + p) + b_h`,
+          with :math:`a_h` and :math:`b_h` learned per head (the module's ``scale`` and ``bias`` weights), which
+          no config holds: ``scale`` and ``length`` are None, and :func:`query_scale` refuses it. The plan says
+          the multiplier exists; the caller takes its values from the checkpoint.
+    scale : float or None, default None
+        :math:`s`, finite; None for ``"learned_log"`` only.
+    length : float or None, default None
+        :math:`L`, finite and ``> 0``; None for ``"learned_log"`` only.
 
     References
     ----------
     .. [1] transformers v5.23: ``models/llama4/modeling_llama4.py`` (``Llama4TextAttention``),
        ``models/ministral3/modeling_ministral3.py`` and ``models/mistral4/modeling_mistral4.py``
-       (``get_llama_4_attn_scale``), ``models/beam/modeling_beam.py`` (``compute_attention_scaling``).
+       (``get_llama_4_attn_scale``), ``models/beam/modeling_beam.py`` (``compute_attention_scaling``),
+       ``models/mistral_large4/modeling_mistral_large4.py`` (``MistralLarge4TextSoftmaxScaling``).
     .. [2] Llama 4 cites "Scalable-Softmax Is Superior for Attention", arXiv:2501.19399.
 
     Examples
@@ -99,17 +106,33 @@ class QueryScaling:
     """
 
     kind: QueryScaleKind
-    scale: float
-    length: float
+    scale: float | None = None
+    length: float | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kind", check_choice(self.kind, "kind", QUERY_SCALE_KINDS))
+        if self.kind == "learned_log":
+            for name in ("scale", "length"):
+                if getattr(self, name) is not None:
+                    raise ValueError(
+                        f"{name} must be None for kind 'learned_log': its multipliers are learned per head (weights)"
+                    )
+            return
         object.__setattr__(self, "scale", check_real(self.scale, "scale", at_least=None))
         object.__setattr__(self, "length", check_real(self.length, "length", above=0.0))
 
     def factors(self, positions: ArrayLike) -> NDArray[np.float64]:
         """The multiplier of the query at each position: :func:`query_scale` of ``positions``."""
         return query_scale(positions, self)
+
+    def formula_values(self) -> tuple[float, float]:
+        """``(scale, length)``; a ``ValueError`` for ``"learned_log"``, whose values are weights, not config."""
+        if self.scale is None or self.length is None:
+            raise ValueError(
+                f"scaling is of kind {self.kind!r}: a_h * ln(1 + p) + b_h with a_h, b_h learned per head (Mistral "
+                "Large 4's softmax_scaling.scale and .bias), which no config holds; take them from the model's weights"
+            )
+        return self.scale, self.length
 
 
 def query_scale(positions: ArrayLike, scaling: QueryScaling) -> NDArray[np.float64]:
@@ -132,7 +155,8 @@ def query_scale(positions: ArrayLike, scaling: QueryScaling) -> NDArray[np.float
     TypeError
         If ``scaling`` is not a :class:`QueryScaling` or ``positions`` is not real.
     ValueError
-        If a position is negative or not finite.
+        If a position is negative or not finite, or ``scaling.kind`` is ``"learned_log"`` (its multipliers are
+        weights of the model, not in its config).
 
     Notes
     -----
@@ -148,6 +172,7 @@ def query_scale(positions: ArrayLike, scaling: QueryScaling) -> NDArray[np.float
     """
     if not isinstance(scaling, QueryScaling):
         raise TypeError(f"scaling must be a posenc.QueryScaling, got {type(scaling).__name__}")
+    s, length = scaling.formula_values()
     array = np.asarray(positions)
     if array.dtype == np.bool_ or not (
         np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)
@@ -156,7 +181,6 @@ def query_scale(positions: ArrayLike, scaling: QueryScaling) -> NDArray[np.float
     p = array.astype(np.float64)
     if not np.all(np.isfinite(p)) or np.any(p < 0):
         raise ValueError("positions must be finite and >= 0")
-    s, length = scaling.scale, scaling.length
     if scaling.kind == "llama4_temperature":
         factors: NDArray[np.float64] = 1.0 + s * np.log1p(np.floor((p + 1.0) / length))
     elif scaling.kind == "llama4_beta":
@@ -662,9 +686,12 @@ def _read(config: object, model_type: str | None) -> RotaryPlan:
         )
     reader.aliases = dict(family.attribute_map)
     if reader.is_dict:
-        sub_configs = [key for key in ("text_config", "vision_config", "audio_config") if reader.given(key)]
-        if sub_configs and not any(reader.given(key) for key in ("rope_parameters", "rope_scaling", "rope_theta")):
-            # a composite config.json: its top level would read as the class's defaults, not as the model
+        if reader.given("text_config") and not any(
+            reader.given(key) for key in ("rope_parameters", "rope_scaling", "rope_theta")
+        ):
+            # a composite config.json whose language model is its text_config: the top level would read as the
+            # class's defaults, not as the model (a vision or audio tower's class keeps its rope at the top level)
+            sub_configs = [key for key in ("text_config", "vision_config", "audio_config") if reader.given(key)]
             raise ValueError(
                 f"config has no rope_parameters, rope_scaling or rope_theta of its own: pass one of its sub-configs "
                 f"{sub_configs}"
@@ -1254,4 +1281,6 @@ def _query_scaling(
         )
     if rule == "scalable_softmax":
         return None if rotates else QueryScaling("scalable_softmax", 0.1, 2048.0)
+    if rule == "learned_log":
+        return QueryScaling("learned_log")  # every layer, NoPE or not; its values are weights
     raise AssertionError(rule)

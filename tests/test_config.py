@@ -97,9 +97,8 @@ def test_gemma_3s_sparse_file_reads_and_rotates_as_transformers_reads_it():
     assert plan.layers == RotaryPlan.from_config(published.as_dict(with_class_defaults=True)).layers
     compare_against(published.as_dict(), theirs)
     assert plan.config_class == "Gemma3TextConfig"
-    assert {key: plan.defaults_used[key] for key in ("sliding_window_pattern", "rope_theta", "rope_local_base_freq")} == {
-        key: published.class_defaults[key] for key in ("sliding_window_pattern", "rope_theta", "rope_local_base_freq")
-    }
+    for key in ("sliding_window_pattern", "rope_theta", "rope_local_base_freq"):
+        assert plan.defaults_used[key] == published.class_defaults[key], key
     assert not set(plan.defaults_used) & set(published.values)
     assert "rope_local_base_freq = 10000.0" in repr(plan)
 
@@ -231,6 +230,34 @@ def test_beams_scalable_softmax_matches_transformers():
     (nope,) = [kind for kind in RotaryPlan.from_config(_default("BeamConfig")).kinds if not kind.rotates]
     assert nope.query_scaling == QueryScaling("scalable_softmax", 0.1, 2048.0)
     torch.testing.assert_close(query_scale(POSITIONS, nope.query_scaling), theirs, rtol=0, atol=1e-6)
+
+
+def test_mistral_large_4s_learned_query_multiplier_is_named_not_computed():
+    """Mistral Large 4 multiplies the queries of every attention layer, NoPE layers included, by a_h ln(1 + p) + b_h
+    with a_h, b_h learned per head (MistralLarge4TextSoftmaxScaling): the plan names it on each such layer, from the
+    object and from its config.json, and refuses to compute it (its values are weights)."""
+    from transformers import MistralLarge4TextConfig
+    from transformers.models.mistral_large4 import modeling_mistral_large4
+
+    config = MistralLarge4TextConfig(
+        hidden_size=64, num_attention_heads=4, num_hidden_layers=4, q_lora_rank=16, kv_lora_rank=16,
+        qk_nope_head_dim=8, qk_rope_head_dim=8, v_head_dim=8, intermediate_size=32, moe_intermediate_size=16,
+        n_routed_experts=2, num_experts_per_tok=1, index_n_heads=2, index_head_dim=16,
+    )  # fmt: skip
+    learned = QueryScaling("learned_log")
+    for plan in (RotaryPlan.from_config(config), RotaryPlan.from_config(config.to_dict())):
+        assert [layer.rotates for layer in plan.layers] == [True, True, True, False]
+        for index, layer in enumerate(plan.layers):
+            attention = modeling_mistral_large4.MistralLarge4TextAttention(config, index)
+            assert isinstance(attention.softmax_scaling, modeling_mistral_large4.MistralLarge4TextSoftmaxScaling)
+            assert layer.query_scaling == learned, index
+    with pytest.raises(ValueError, match="learned per head"):
+        posenc.query_scale([0, 1], learned)
+    with pytest.raises(ValueError, match="learned per head"):
+        query_scale(torch.arange(2), learned)
+    with pytest.raises(ValueError, match="scale must be None"):
+        QueryScaling("learned_log", 0.1, 8.0)
+    assert RotaryPlan.from_config(_default("MistralLarge4TextConfig")).layers[0].query_scaling == learned
 
 
 def test_llama4_temperature_tuning_matches_the_attention():
