@@ -224,6 +224,7 @@ class Family:
     full_head_dim_key: str | None = None  # Gemma 4: full-attention layers' head_dim, when per_layer_config is absent
     per_layer_required: bool = False  # a per_layer_config the class derives by a rule posenc does not carry
     nope_on_full_layers: bool = False  # MUSE: without layer_rope_theta, the layer pattern's full layers are NoPE
+    partial_hardcoded: bool = False  # Bamba: __post_init__ sets the top-level partial_rotary_factor to its default
 
     @property
     def source(self) -> str:
@@ -477,6 +478,7 @@ FAMILIES: dict[str, Family] = {
         ),
         attribute_map=(("layer_types", "layers_block_type"),),
         derived="bamba",
+        partial_hardcoded=True,  # kwargs["partial_rotary_factor"] = 0.5  # hardcode for BC
     ),
     "beam": _f(
         "beam",

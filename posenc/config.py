@@ -837,6 +837,9 @@ def _fill_rope_defaults(reader: _Config, family: Family, rope: dict[str, Any], l
     for key in ("rope_theta", "partial_rotary_factor"):
         names = [legacy for legacy, canonical in family.aliases if canonical == key] + [key]
         given = next((reader.get(name) for name in names if reader.given(name)), _MISSING)
+        if key == "partial_rotary_factor" and family.partial_hardcoded and given is not _MISSING:
+            # Bamba's __post_init__ replaces the top-level value by its default before the rope dict takes it
+            given = family.defaults.values[key]
         if given is None:
             continue  # an explicit null: transformers fills nothing either
         for layer_dict in _dicts_of(rope, layer_types, family):

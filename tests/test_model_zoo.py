@@ -737,6 +737,9 @@ REMOVAL_VARIANTS: list[tuple[str, dict[str, Any], tuple[tuple[str, ...], ...]]] 
     ("ApertusConfig", dict(rope_parameters=ABSENT, rope_theta=5e5), ((),)),  # the default llama3 dict keeps its own
     ("GlmConfig", dict(rope_parameters=ABSENT, rope_theta=2e4), ((),)),
     ("NeoMMEConfig", dict(rope_parameters=ABSENT, rope_theta=2e4), ((),)),
+    (  # Bamba's __post_init__ sets partial_rotary_factor to 0.5 whatever the top-level key says
+        "BambaConfig", dict(rope_parameters=ABSENT, partial_rotary_factor=0.25, attn_layer_indices=[1]), ((),),
+    ),
 ]  # fmt: skip
 
 NOT_CARRIED = {
