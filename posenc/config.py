@@ -75,7 +75,8 @@ class QueryScaling:
         The formula, with :math:`p` the position, :math:`s` = ``scale`` and :math:`L` = ``length``:
 
         - ``"llama4_temperature"`` (Llama 4's ``attn_temperature_tuning``, on its NoPE layers):
-          :math:`1 + s \ln(1 + \lfloor (p + 1) / L \rfloor)`, ``scale = attn_scale``, ``length = floor_scale``;
+          :math:`1 + s \ln(1 + \lfloor (p + 1) / L \rfloor)`, ``scale = attn_scale``, ``length = floor_scale``,
+          :math:`p` the cache position ``arange(seq) + past_seen_tokens``, not ``position_ids``;
         - ``"llama4_beta"`` (``rope_parameters["llama_4_scaling_beta"]`` of Ministral 3 and Mistral 4, on every
           layer, after the rotation): :math:`1 + s \ln(1 + \lfloor p / L \rfloor)`, ``scale`` the beta and
           ``length`` the dict's ``original_max_position_embeddings``;
@@ -141,7 +142,10 @@ def query_scale(positions: ArrayLike, scaling: QueryScaling) -> NDArray[np.float
     Parameters
     ----------
     positions : array_like of real
-        Positions :math:`p \ge 0`, any shape (transformers passes ``position_ids``, ``(batch, seq)``).
+        Positions :math:`p \ge 0`, any shape, e.g. ``(batch, seq)``. transformers passes ``position_ids`` for
+        ``"llama4_beta"`` and ``"scalable_softmax"``; Llama 4's ``"llama4_temperature"`` uses the cache positions
+        ``arange(seq) + past_seen_tokens`` (the tokens already in its key-value cache), not ``position_ids``,
+        which are the same unless the caller passes other positions (padding on the left, packed sequences).
     scaling : QueryScaling
         The multiplier, e.g. ``LayerRotary.query_scaling`` of a layer of a :class:`RotaryPlan`.
 
@@ -160,7 +164,7 @@ def query_scale(positions: ArrayLike, scaling: QueryScaling) -> NDArray[np.float
 
     Notes
     -----
-    transformers computes these in float32 from the ``position_ids`` (``torch.floor`` of a float32 quotient);
+    transformers computes these in float32 from the positions (``torch.floor`` of a float32 quotient);
     the floor can differ from the float64 one only where :math:`p / L` is within float32 rounding of an integer
     without being one, which integer positions below :math:`2^{24}` and integer :math:`L` never are.
     :func:`posenc.nn.query_scale` is the same in torch.
@@ -211,9 +215,10 @@ class LayerRotary:
     rotary_dim : int, default 0
         Features rotated, even, in ``[2, head_dim - rotary_offset]`` (0 for a NoPE layer).
     rotary_offset : int, default 0
-        The first rotated feature: 0 (the first ``rotary_dim`` are rotated, the others pass through, as in
-        partial rotary), or ``head_dim - rotary_dim`` (multi-head latent attention and DeepSeek-V4 rotate the
-        last features).
+        The first rotated feature, in ``[0, head_dim - rotary_dim]``: features ``rotary_offset`` to
+        ``rotary_offset + rotary_dim - 1`` are rotated, the others pass through. The families of transformers
+        use 0 (partial rotary turns the first features) or ``head_dim - rotary_dim`` (multi-head latent
+        attention and DeepSeek-V4 turn the last ones).
     layout : {"interleaved", "halves"}, default "halves"
         Which of the rotated features form pair ``i``: ``2i`` and ``2i + 1``, or ``i`` and
         ``i + rotary_dim // 2`` (transformers' ``rotate_half``).

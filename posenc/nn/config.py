@@ -97,8 +97,9 @@ def query_scale(positions: torch.Tensor, scaling: QueryScaling, *, dtype: torch.
     Parameters
     ----------
     positions : tensor of int or float
-        Positions :math:`p \ge 0`, any shape (``position_ids``, ``(batch, seq)``); their values are not checked (a
-        forward path reads nothing on the host).
+        Positions :math:`p \ge 0`, any shape (``position_ids``, ``(batch, seq)``; for Llama 4's
+        ``"llama4_temperature"`` the cache positions ``arange(seq) + past_seen_tokens``, see
+        :func:`posenc.query_scale`); their values are not checked (a forward path reads nothing on the host).
     scaling : QueryScaling
         The multiplier (``LayerRotary.query_scaling``).
     dtype : torch.dtype, default torch.float32
