@@ -551,13 +551,16 @@ class RotaryPlan:
             ``hidden_size // num_attention_heads``, ``num_hidden_layers``, ``layer_types``,
             ``max_position_embeddings`` and ``original_max_position_embeddings``, and the family's own keys
             (``no_rope_layers``, ``qk_rope_head_dim``, ``rope_interleave``, ``mrope_section``, ``per_layer_config``,
-            ...).
+            ...). A key a dict lacks takes the default the family's transformers configuration class gives it
+            (the base, the local base, the layer types it derives, Gemma 4's ``global_head_dim``, ...), and the
+            plan's ``defaults_used`` names it.
         model_type : str or None, default None
             Overrides the config's ``model_type`` (a dict of a ``text_config`` may lack one).
 
         Returns
         -------
         RotaryPlan
+            Its ``defaults_used`` maps each key a dict lacked to the class default used (empty for an object).
 
         Raises
         ------
@@ -565,9 +568,10 @@ class RotaryPlan:
             If ``config`` is neither a mapping nor an object with attributes, or a value has the wrong type.
         ValueError
             If the ``model_type`` is not one posenc knows (:data:`posenc.config.MODEL_TYPES`), the config has no rotary
-            parameters (a composite config: pass its ``text_config``), a key posenc needs is missing (a dict
-            without ``rope_theta``: transformers would take its config class's default), a key the family does
-            not read is present (``llama_4_scaling_beta`` outside Ministral 3 and Mistral 4), or the values
+            parameters (a composite config: pass its ``text_config``), a key posenc needs is missing and the
+            configuration class gives it no default either (a Laguna rope dict without ``rope_theta``), or derives
+            it by a rule posenc does not carry (DeepSeek-V4's and dots.note's ``layer_types``), a key the family
+            does not read is present (``llama_4_scaling_beta`` outside Ministral 3 and Mistral 4), or the values
             disagree (a ``qk_rope_head_dim`` that is not the rotated width). The message names the key.
 
         References
@@ -585,6 +589,13 @@ class RotaryPlan:
         >>> plan = RotaryPlan.from_config(llama31)
         >>> len(plan.kinds), plan.layers[0].rotary_dim, plan.layers[0].layout, plan.layers[0].base
         (1, 128, 'halves', 500000.0)
+
+        A dict that leaves the base out reads with the class's default, and says so:
+
+        >>> sparse = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2}
+        >>> plan = RotaryPlan.from_config(sparse)
+        >>> plan.layers[0].base, plan.config_class, dict(plan.defaults_used)
+        (10000.0, 'LlamaConfig', {'rope_theta': 10000.0, 'max_position_embeddings': 2048})
         """
         return _read(config, model_type)
 
