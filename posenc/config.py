@@ -818,7 +818,10 @@ def _rope_parameters(reader: _Config, family: Family, layer_types: list[str] | N
             rope = reader.default("rope_parameters")  # what the class's __post_init__ supplies
         if family.rope_form in ("mixin", "not_carried"):
             _fill_rope_defaults(reader, family, rope, layer_types)
-    else:  # an object: its rope_parameters are standardised; the top-level values fill what a dict still lacks
+    elif family.rope_form in ("mixin", "by_layer_type"):
+        # an object: its rope_parameters are standardised; the top-level values fill what a dict still lacks (a
+        # class that takes its rope dicts as given leaves them as they are, and so does its modeling code: DeepSeek-V4
+        # rotates the whole head of a nested dict without partial_rotary_factor, whatever the top-level factor)
         top_level: dict[str, Any] = {}
         for legacy_key, key in (
             *family.aliases,

@@ -404,6 +404,23 @@ def test_keys_that_do_not_change_positions_are_accepted():
     assert RotaryPlan.from_config(raw).layers == plain.layers
 
 
+def test_deepseek_v4s_nested_dict_without_a_factor_rotates_the_whole_head():
+    """A DeepSeek-V4 config whose nested ``compress`` dict has no ``partial_rotary_factor``, and no top-level one:
+    the class keeps the dict as given (its own ``partial_rotary_factor`` stays 0.125) and the rotary module rotates
+    the whole head of 512. posenc reads the object and the dict alike, with the module's width."""
+    from transformers import DeepseekV4Config
+    from transformers.models.deepseek_v4.modeling_deepseek_v4 import DeepseekV4RotaryEmbedding
+
+    raw = DeepseekV4Config().to_dict()
+    del raw["rope_parameters"]["compress"]["partial_rotary_factor"], raw["partial_rotary_factor"]
+    config = DeepseekV4Config.from_dict(copy.deepcopy(raw))
+    width = 2 * DeepseekV4RotaryEmbedding(config).compress_inv_freq.shape[0]
+    assert (config.partial_rotary_factor, width) == (0.125, 512)
+    for plan in (RotaryPlan.from_config(config), RotaryPlan.from_config(copy.deepcopy(raw))):
+        compressed = {kind.rotary_dim for kind in plan.kinds if kind.rotates and kind.layer_type != "sliding_attention"}
+        assert compressed == {width}
+
+
 def test_deepseek_v4_nests_by_its_own_labels():
     """DeepSeek-V4's rope_parameters are keyed main / compress, not by layer type: sliding layers read main."""
     from transformers import DeepseekV4Config

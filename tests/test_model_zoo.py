@@ -746,10 +746,12 @@ NOT_CARRIED = {
     ("DeepseekV4Config", "layer_types"): "layer_types",
     ("DeepseekV4Config", "rope_parameters"): "rope_parameters",
     ("DeepseekV4Config", "all"): "layer_types",
+    ("DeepseekV4Config", "all the table's keys"): "layer_types",
     ("Dots3NoteTextConfig", "layer_types"): "layer_types",
     ("Dots3NoteTextConfig", "rope_parameters"): "rope_parameters",
     ("Dots3NoteTextConfig", "per_layer_config"): "per_layer_config",
     ("Dots3NoteTextConfig", "all"): "layer_types",
+    ("Dots3NoteTextConfig", "all the table's keys"): "layer_types",
 }
 """(class, key removed) for which the class derives a value by a rule posenc does not carry (DeepSeek-V4's compressed
 attention layers and its two rope dicts; dots.note's sliding layers' sizes): posenc refuses, naming the key."""
@@ -768,7 +770,9 @@ def plan_or_refusal(values: dict[str, Any], model_type: str, config_class: type 
 
 def removal_cases(config: Any) -> list[tuple[str, dict[str, Any]]]:
     """(label, config.json) for ``config``'s dict with each key posenc reads removed in turn, each rope dict's base
-    and partial factor removed in turn, all the keys posenc reads removed at once (``"all"``), and the class's
+    and partial factor removed in turn (alone, and with the top-level key of that name), all the keys posenc reads
+    removed at once (``"all"``), and with them every key the family's table has a default for (a key read only when
+    another is absent, such as Llama 4's ``no_rope_layer_interval`` without ``no_rope_layers``), and the class's
     :data:`REMOVAL_VARIANTS`."""
     name = type(config).__name__
     values = config.to_dict()
@@ -784,8 +788,14 @@ def removal_cases(config: Any) -> list[tuple[str, dict[str, Any]]]:
             layer_dict = changed["rope_parameters"] if label is None else changed["rope_parameters"][label]
             if key in layer_dict:
                 del layer_dict[key]
-                cases.append((f"rope_parameters{'' if label is None else [label]}[{key!r}]", changed))
+                where = f"rope_parameters{'' if label is None else [label]}[{key!r}]"
+                cases.append((where, changed))
+                if key in changed:  # and the top-level key the dict would take it from: the class's default
+                    cases.append((f"{where} and {key!r}", {k: v for k, v in changed.items() if k != key}))
     cases.append(("all", {k: v for k, v in values.items() if k not in read}))
+    table = set(FAMILIES[model_type_of(config)].defaults.values) | set(read)
+    if set(values) & table - set(read):  # keys posenc does not read while others are there (no_rope_layer_interval)
+        cases.append(("all the table's keys", {k: v for k, v in values.items() if k not in table}))
     for variant, changes, removals in REMOVAL_VARIANTS:
         if variant == name:
             changed = {k: v for k, v in {**values, **changes}.items() if v is not ABSENT}
