@@ -15,21 +15,31 @@ never given a default transformers would not give it.
 :func:`posenc.nn.rotary_embedding` builds the PyTorch module of a layer from its :class:`LayerRotary`;
 :meth:`posenc.LayerRotary.rotate` is the float64 reference. :func:`query_scale` computes the position-dependent query
 multipliers some families apply outside their rotary embedding (Llama 4's attention-temperature tuning,
-``llama_4_scaling_beta`` of Ministral 3 and Mistral 4).
+``llama_4_scaling_beta`` of Ministral 3 and Mistral 4); the plan also names Mistral Large 4's learned one, whose
+values are weights (``QueryScaling("learned_log")``).
 """
 
 from __future__ import annotations
 
+import copy
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 from typing import Any, Literal, get_args
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from posenc._families import FAMILIES, NO_ATTENTION_TYPES, Family, mrope_axes_of_pairs
+from posenc._families import (
+    FAMILIES,
+    LEGACY_LAYER_TYPES,
+    NO_ATTENTION_TYPES,
+    Family,
+    LayerPattern,
+    mrope_axes_of_pairs,
+)
 from posenc._rope import DEFAULT, RopeScaling, inverse_frequencies
 from posenc._validation import ROTARY_LAYOUTS, RotaryLayout, check_choice, check_int, check_real, is_int, is_real
 from posenc.multiaxis import rotate_multiaxis
@@ -48,7 +58,7 @@ __all__ = [
 MODEL_TYPES: tuple[str, ...] = tuple(sorted(FAMILIES))
 """The ``model_type`` values :meth:`posenc.RotaryPlan.from_config` knows: those of transformers v5.23 that rotate."""
 
-QueryScaleKind = Literal["llama4_temperature", "llama4_beta", "scalable_softmax"]
+QueryScaleKind = Literal["llama4_temperature", "llama4_beta", "scalable_softmax", "learned_log"]
 """The position-dependent query multipliers of :class:`QueryScaling`."""
 
 QUERY_SCALE_KINDS: tuple[QueryScaleKind, ...] = get_args(QueryScaleKind)
@@ -61,26 +71,33 @@ class QueryScaling:
 
     Parameters
     ----------
-    kind : {"llama4_temperature", "llama4_beta", "scalable_softmax"}
+    kind : {"llama4_temperature", "llama4_beta", "scalable_softmax", "learned_log"}
         The formula, with :math:`p` the position, :math:`s` = ``scale`` and :math:`L` = ``length``:
 
         - ``"llama4_temperature"`` (Llama 4's ``attn_temperature_tuning``, on its NoPE layers):
-          :math:`1 + s \ln(1 + \lfloor (p + 1) / L \rfloor)`, ``scale = attn_scale``, ``length = floor_scale``;
+          :math:`1 + s \ln(1 + \lfloor (p + 1) / L \rfloor)`, ``scale = attn_scale``, ``length = floor_scale``,
+          :math:`p` the cache position ``arange(seq) + past_seen_tokens``, not ``position_ids``;
         - ``"llama4_beta"`` (``rope_parameters["llama_4_scaling_beta"]`` of Ministral 3 and Mistral 4, on every
           layer, after the rotation): :math:`1 + s \ln(1 + \lfloor p / L \rfloor)`, ``scale`` the beta and
           ``length`` the dict's ``original_max_position_embeddings``;
         - ``"scalable_softmax"`` (the NoPE full-attention layers of ``beam``):
-          :math:`(1 + (p + 1) / L)^{s}`, ``scale = 0.1``, ``length = 2048``, as its modeling code fixes them.
-    scale : float
-        :math:`s`, finite.
-    length : float
-        :math:`L`, finite and ``> 0``.
+          :math:`(1 + (p + 1) / L)^{s}`, ``scale = 0.1``, ``length = 2048``, as its modeling code fixes them;
+        - ``"learned_log"`` (Mistral Large 4's ``MistralLarge4TextSoftmaxScaling``, on the queries of every layer,
+          NoPE layers included, after the rotation, and on its indexer's queries): :math:`a_h \ln(1 + p) + b_h`,
+          with :math:`a_h` and :math:`b_h` learned per head (the module's ``scale`` and ``bias`` weights), which
+          no config holds: ``scale`` and ``length`` are None, and :func:`query_scale` refuses it. The plan says
+          the multiplier exists; the caller takes its values from the checkpoint.
+    scale : float or None, default None
+        :math:`s`, finite; None for ``"learned_log"`` only.
+    length : float or None, default None
+        :math:`L`, finite and ``> 0``; None for ``"learned_log"`` only.
 
     References
     ----------
     .. [1] transformers v5.23: ``models/llama4/modeling_llama4.py`` (``Llama4TextAttention``),
        ``models/ministral3/modeling_ministral3.py`` and ``models/mistral4/modeling_mistral4.py``
-       (``get_llama_4_attn_scale``), ``models/beam/modeling_beam.py`` (``compute_attention_scaling``).
+       (``get_llama_4_attn_scale``), ``models/beam/modeling_beam.py`` (``compute_attention_scaling``),
+       ``models/mistral_large4/modeling_mistral_large4.py`` (``MistralLarge4TextSoftmaxScaling``).
     .. [2] Llama 4 cites "Scalable-Softmax Is Superior for Attention", arXiv:2501.19399.
 
     Examples
@@ -90,17 +107,33 @@ class QueryScaling:
     """
 
     kind: QueryScaleKind
-    scale: float
-    length: float
+    scale: float | None = None
+    length: float | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kind", check_choice(self.kind, "kind", QUERY_SCALE_KINDS))
+        if self.kind == "learned_log":
+            for name in ("scale", "length"):
+                if getattr(self, name) is not None:
+                    raise ValueError(
+                        f"{name} must be None for kind 'learned_log': its multipliers are learned per head (weights)"
+                    )
+            return
         object.__setattr__(self, "scale", check_real(self.scale, "scale", at_least=None))
         object.__setattr__(self, "length", check_real(self.length, "length", above=0.0))
 
     def factors(self, positions: ArrayLike) -> NDArray[np.float64]:
         """The multiplier of the query at each position: :func:`query_scale` of ``positions``."""
         return query_scale(positions, self)
+
+    def formula_values(self) -> tuple[float, float]:
+        """``(scale, length)``; a ``ValueError`` for ``"learned_log"``, whose values are weights, not config."""
+        if self.scale is None or self.length is None:
+            raise ValueError(
+                f"scaling is of kind {self.kind!r}: a_h * ln(1 + p) + b_h with a_h, b_h learned per head (Mistral "
+                "Large 4's softmax_scaling.scale and .bias), which no config holds; take them from the model's weights"
+            )
+        return self.scale, self.length
 
 
 def query_scale(positions: ArrayLike, scaling: QueryScaling) -> NDArray[np.float64]:
@@ -109,7 +142,10 @@ def query_scale(positions: ArrayLike, scaling: QueryScaling) -> NDArray[np.float
     Parameters
     ----------
     positions : array_like of real
-        Positions :math:`p \ge 0`, any shape (transformers passes ``position_ids``, ``(batch, seq)``).
+        Positions :math:`p \ge 0`, any shape, e.g. ``(batch, seq)``. transformers passes ``position_ids`` for
+        ``"llama4_beta"`` and ``"scalable_softmax"``; Llama 4's ``"llama4_temperature"`` uses the cache positions
+        ``arange(seq) + past_seen_tokens`` (the tokens already in its key-value cache), not ``position_ids``,
+        which are the same unless the caller passes other positions (padding on the left, packed sequences).
     scaling : QueryScaling
         The multiplier, e.g. ``LayerRotary.query_scaling`` of a layer of a :class:`RotaryPlan`.
 
@@ -123,11 +159,12 @@ def query_scale(positions: ArrayLike, scaling: QueryScaling) -> NDArray[np.float
     TypeError
         If ``scaling`` is not a :class:`QueryScaling` or ``positions`` is not real.
     ValueError
-        If a position is negative or not finite.
+        If a position is negative or not finite, or ``scaling.kind`` is ``"learned_log"`` (its multipliers are
+        weights of the model, not in its config).
 
     Notes
     -----
-    transformers computes these in float32 from the ``position_ids`` (``torch.floor`` of a float32 quotient);
+    transformers computes these in float32 from the positions (``torch.floor`` of a float32 quotient);
     the floor can differ from the float64 one only where :math:`p / L` is within float32 rounding of an integer
     without being one, which integer positions below :math:`2^{24}` and integer :math:`L` never are.
     :func:`posenc.nn.query_scale` is the same in torch.
@@ -139,6 +176,7 @@ def query_scale(positions: ArrayLike, scaling: QueryScaling) -> NDArray[np.float
     """
     if not isinstance(scaling, QueryScaling):
         raise TypeError(f"scaling must be a posenc.QueryScaling, got {type(scaling).__name__}")
+    s, length = scaling.formula_values()
     array = np.asarray(positions)
     if array.dtype == np.bool_ or not (
         np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)
@@ -147,7 +185,6 @@ def query_scale(positions: ArrayLike, scaling: QueryScaling) -> NDArray[np.float
     p = array.astype(np.float64)
     if not np.all(np.isfinite(p)) or np.any(p < 0):
         raise ValueError("positions must be finite and >= 0")
-    s, length = scaling.scale, scaling.length
     if scaling.kind == "llama4_temperature":
         factors: NDArray[np.float64] = 1.0 + s * np.log1p(np.floor((p + 1.0) / length))
     elif scaling.kind == "llama4_beta":
@@ -178,9 +215,10 @@ class LayerRotary:
     rotary_dim : int, default 0
         Features rotated, even, in ``[2, head_dim - rotary_offset]`` (0 for a NoPE layer).
     rotary_offset : int, default 0
-        The first rotated feature: 0 (the first ``rotary_dim`` are rotated, the others pass through, as in
-        partial rotary), or ``head_dim - rotary_dim`` (multi-head latent attention and DeepSeek-V4 rotate the
-        last features).
+        The first rotated feature, in ``[0, head_dim - rotary_dim]``: features ``rotary_offset`` to
+        ``rotary_offset + rotary_dim - 1`` are rotated, the others pass through. The families of transformers
+        use 0 (partial rotary turns the first features) or ``head_dim - rotary_dim`` (multi-head latent
+        attention and DeepSeek-V4 turn the last ones).
     layout : {"interleaved", "halves"}, default "halves"
         Which of the rotated features form pair ``i``: ``2i`` and ``2i + 1``, or ``i`` and
         ``i + rotary_dim // 2`` (transformers' ``rotate_half``).
@@ -428,7 +466,7 @@ class RotaryPlan:
 
     Build it with :meth:`from_config`. ``plan.layers[i]`` is layer ``i``'s :class:`LayerRotary`;
     :attr:`kinds` the distinct ones, in order of first appearance. Frozen; its ``repr`` shows what was
-    understood.
+    understood, and which values the configuration class supplied because the config lacked them.
 
     Parameters
     ----------
@@ -440,6 +478,17 @@ class RotaryPlan:
         The config's ``max_position_embeddings`` (the context the model is served with), if it has one.
     source : str
         The modeling file of transformers v5.23 the family's facts were read from.
+    config_class : str, default ""
+        The transformers configuration class whose defaults fill what a config.json leaves out
+        (``"LlamaConfig"``, ``"Gemma3TextConfig"``, ...).
+    defaults_used : Mapping[str, object], default {}
+        Each key the config (a dict of a ``config.json``) lacked, mapped to the value ``config_class`` gives it and
+        the plan used: ``{"rope_theta": 10000.0, "max_position_embeddings": 2048}`` for a minimal Llama dict. Keys
+        are config.json names (``rope_local_base_freq``, ``sliding_window_pattern``, ...); ``layer_types`` maps to
+        the derived tuple, ``rope_parameters`` to the dict the class supplies, and a nested default to its path
+        (``"rope_parameters['sliding_attention']['rope_theta']"``); ``mrope_section`` to the modeling code's
+        default. Empty when the config said everything, and for a config object (transformers filled it in).
+        Read-only; not compared: two plans that rotate alike are equal.
 
     Attributes
     ----------
@@ -451,9 +500,11 @@ class RotaryPlan:
     layers: tuple[LayerRotary, ...]
     max_position_embeddings: int | None
     source: str
+    config_class: str = ""
+    defaults_used: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
-        for name in ("model_type", "source"):
+        for name in ("model_type", "source", "config_class"):
             if not isinstance(getattr(self, name), str):
                 raise TypeError(f"{name} must be a str, got {type(getattr(self, name)).__name__}")
         if not isinstance(self.layers, tuple) or not all(isinstance(layer, LayerRotary) for layer in self.layers):
@@ -462,6 +513,9 @@ class RotaryPlan:
             raise ValueError("layers must hold at least one layer")
         if self.max_position_embeddings is not None:
             check_int(self.max_position_embeddings, "max_position_embeddings", minimum=1)
+        if not isinstance(self.defaults_used, Mapping) or not all(isinstance(key, str) for key in self.defaults_used):
+            raise TypeError(f"defaults_used must be a mapping with str keys, got {type(self.defaults_used).__name__}")
+        object.__setattr__(self, "defaults_used", MappingProxyType(dict(self.defaults_used)))
 
     @property
     def kinds(self) -> tuple[LayerRotary, ...]:
@@ -478,6 +532,9 @@ class RotaryPlan:
             indices = self.layers_of(kind)
             shown = ", ".join(map(str, indices[:6])) + (", ..." if len(indices) > 6 else "")
             lines.append(f"  {len(indices)} x {kind!r} (layers {shown})")
+        if self.defaults_used:
+            lines.append(f"  absent from the config, {self.config_class}'s defaults:")
+            lines += [f"    {key} = {_shown(value)}" for key, value in self.defaults_used.items()]
         return "\n".join(lines) + ")"
 
     @classmethod
@@ -494,13 +551,16 @@ class RotaryPlan:
             ``hidden_size // num_attention_heads``, ``num_hidden_layers``, ``layer_types``,
             ``max_position_embeddings`` and ``original_max_position_embeddings``, and the family's own keys
             (``no_rope_layers``, ``qk_rope_head_dim``, ``rope_interleave``, ``mrope_section``, ``per_layer_config``,
-            ...).
+            ...). A key a dict lacks takes the default the family's transformers configuration class gives it
+            (the base, the local base, the layer types it derives, Gemma 4's ``global_head_dim``, ...), and the
+            plan's ``defaults_used`` names it.
         model_type : str or None, default None
             Overrides the config's ``model_type`` (a dict of a ``text_config`` may lack one).
 
         Returns
         -------
         RotaryPlan
+            Its ``defaults_used`` maps each key a dict lacked to the class default used (empty for an object).
 
         Raises
         ------
@@ -508,9 +568,10 @@ class RotaryPlan:
             If ``config`` is neither a mapping nor an object with attributes, or a value has the wrong type.
         ValueError
             If the ``model_type`` is not one posenc knows (:data:`posenc.config.MODEL_TYPES`), the config has no rotary
-            parameters (a composite config: pass its ``text_config``), a key posenc needs is missing (a dict
-            without ``rope_theta``: transformers would take its config class's default), a key the family does
-            not read is present (``llama_4_scaling_beta`` outside Ministral 3 and Mistral 4), or the values
+            parameters (a composite config: pass its ``text_config``), a key posenc needs is missing and the
+            configuration class gives it no default either (a Laguna rope dict without ``rope_theta``), or derives
+            it by a rule posenc does not carry (DeepSeek-V4's and dots.note's ``layer_types``), a key the family
+            does not read is present (``llama_4_scaling_beta`` outside Ministral 3 and Mistral 4), or the values
             disagree (a ``qk_rope_head_dim`` that is not the rotated width). The message names the key.
 
         References
@@ -528,17 +589,38 @@ class RotaryPlan:
         >>> plan = RotaryPlan.from_config(llama31)
         >>> len(plan.kinds), plan.layers[0].rotary_dim, plan.layers[0].layout, plan.layers[0].base
         (1, 128, 'halves', 500000.0)
+
+        A dict that leaves the base out reads with the class's default, and says so:
+
+        >>> sparse = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2}
+        >>> plan = RotaryPlan.from_config(sparse)
+        >>> plan.layers[0].base, plan.config_class, dict(plan.defaults_used)
+        (10000.0, 'LlamaConfig', {'rope_theta': 10000.0, 'max_position_embeddings': 2048})
         """
         return _read(config, model_type)
+
+
+def _shown(value: object) -> str:
+    """A default as the plan's repr shows it: a long list or tuple (derived layer types) by its first entries."""
+    if isinstance(value, (list, tuple)) and len(value) > 6:
+        return "(" + ", ".join(map(repr, value[:6])) + f", ... {len(value)} entries)"
+    return repr(value)
 
 
 # --- Reading ------------------------------------------------------------------------------------------------
 
 _MISSING: Any = object()
 
+_FILLED_BY_ROPE = frozenset({"rope_parameters", "rope_theta", "partial_rotary_factor"})
+"""Defaults the rope dict's construction applies itself (only where a dict lacks them), not :meth:`_Config.get`."""
+
 
 class _Config:
-    """Attribute (object) or key (dict) access to a config, per layer for transformers' heterogeneous ones."""
+    """Attribute (object) or key (dict) access to a config, per layer for transformers' heterogeneous ones.
+
+    A dict that lacks a key the family's configuration class gives a default (:attr:`Family.defaults`) reads that
+    default, and :attr:`used` records it (shared with the per-layer views).
+    """
 
     def __init__(self, config: object, name: str = "config") -> None:
         if isinstance(config, (str, bytes)) or config is None or is_real(config):
@@ -550,17 +632,38 @@ class _Config:
         self.is_dict = isinstance(config, Mapping)
         self.heterogeneous = not self.is_dict and getattr(config, "is_heterogeneous", False) is True
         self.aliases: dict[str, str] = {}
+        self.defaults: Mapping[str, Any] = {}
+        self.used: dict[str, Any] = {}
+        self.overrides: dict[int, dict[str, Any]] = {}
+
+    def key_of(self, key: str) -> str:
+        """The config.json key ``key`` is read under: itself, or its name in the class's ``attribute_map``."""
+        assert isinstance(self.raw, Mapping)
+        return self.aliases[key] if key not in self.raw and key in self.aliases else key
 
     def get(self, key: str, default: Any = None) -> Any:
         if self.is_dict:
             assert isinstance(self.raw, Mapping)
-            if key not in self.raw and key in self.aliases:  # the config class's attribute_map
-                return self.raw.get(self.aliases[key], default)
-            return self.raw.get(key, default)
+            name = self.key_of(key)
+            if name in self.raw:
+                return self.raw[name]
+            if name in self.defaults and name not in _FILLED_BY_ROPE:
+                return self.default(name)
+            return default
         return getattr(self.raw, key, default)
 
-    def has(self, key: str) -> bool:
-        return self.get(key, _MISSING) is not _MISSING
+    def given(self, key: str) -> bool:
+        """Whether the config itself has ``key`` (not its class's default)."""
+        if self.is_dict:
+            assert isinstance(self.raw, Mapping)
+            return self.key_of(key) in self.raw
+        return hasattr(self.raw, key)
+
+    def default(self, key: str) -> Any:
+        """The class's default of ``key`` (a copy), recorded in :attr:`used`."""
+        value = copy.deepcopy(self.defaults[key])
+        self.used[key] = value
+        return copy.deepcopy(value)
 
     def layer(self, index: int) -> _Config:
         """The config of layer ``index``: its per-layer view (transformers' ``per_layer_config``) if any."""
@@ -570,11 +673,16 @@ class _Config:
         if self.is_dict and isinstance(overrides, Mapping) and overrides:
             for key, value in overrides.items():
                 if (int(key) if isinstance(key, str) and key.isdigit() else key) == index:
-                    assert isinstance(self.raw, Mapping)
-                    view = _Config({**self.raw, **value}, f"{self.name}['per_layer_config'][{key!r}]")
-                    view.aliases = self.aliases
-                    return view
+                    return self._view(value, f"{self.name}['per_layer_config'][{key!r}]")
+        if index in self.overrides:  # a per_layer_config the class derives when the config has none
+            return self._view(self.overrides[index], f"{self.name} (layer {index})")
         return self
+
+    def _view(self, overrides: Mapping[str, Any], name: str) -> _Config:
+        assert isinstance(self.raw, Mapping)
+        view = _Config({**self.raw, **overrides}, name)
+        view.aliases, view.defaults, view.used = self.aliases, self.defaults, self.used
+        return view
 
 
 def _read(config: object, model_type: str | None) -> RotaryPlan:
@@ -586,20 +694,32 @@ def _read(config: object, model_type: str | None) -> RotaryPlan:
     if not isinstance(model_type, str):
         raise TypeError(f"model_type must be a str, got {type(model_type).__name__} {model_type!r}")
     family = FAMILIES.get(model_type)
-    if family is not None:
-        reader.aliases = dict(family.attribute_map)
     if family is None:
         raise ValueError(
             f"config['model_type'] = {model_type!r} is not a family posenc knows (transformers v5.23 families that "
             "rotate: posenc.config.MODEL_TYPES); a family it does not know may lay out its pairs or skip layers in "
             "ways its config does not say"
         )
+    reader.aliases = dict(family.attribute_map)
+    if reader.is_dict:
+        if reader.given("text_config") and not any(
+            reader.given(key) for key in ("rope_parameters", "rope_scaling", "rope_theta")
+        ):
+            # a composite config.json whose language model is its text_config: the top level would read as the
+            # class's defaults, not as the model (a vision or audio tower's class keeps its rope at the top level)
+            sub_configs = [key for key in ("text_config", "vision_config", "audio_config") if reader.given(key)]
+            raise ValueError(
+                f"config has no rope_parameters, rope_scaling or rope_theta of its own: pass one of its sub-configs "
+                f"{sub_configs}"
+            )
+        reader.defaults = family.defaults.values
     layer_types = _layer_types(reader, family)
     rope = _rope_parameters(reader, family, layer_types)
     n_layers = _n_layers(reader, family, layer_types)
     max_positions = reader.get("max_position_embeddings")
     if max_positions is not None:
         max_positions = check_int(max_positions, "config['max_position_embeddings']", minimum=1)
+    _per_layer_defaults(reader, family, layer_types)
     nested = _nested_keys(rope, layer_types, family)
     cache: dict[tuple[object, ...], LayerRotary] = {}
     layers = []
@@ -632,7 +752,27 @@ def _read(config: object, model_type: str | None) -> RotaryPlan:
                     layer_type, False, head_dim, query_scaling=_query_scaling(reader, family, {}, None)
                 )
         layers.append(cache[key])
-    return RotaryPlan(model_type, tuple(layers), max_positions, family.source)
+    return RotaryPlan(
+        model_type, tuple(layers), max_positions, family.source, family.defaults.config_class, dict(reader.used)
+    )
+
+
+def _per_layer_defaults(reader: _Config, family: Family, layer_types: list[str] | None) -> None:
+    """The ``per_layer_config`` a class derives when a config.json has none (Gemma 4: the full layers' head size)."""
+    if not reader.is_dict or reader.given("per_layer_config"):
+        return
+    if family.per_layer_required:
+        raise ValueError(
+            f"config has no per_layer_config, which {family.defaults.config_class} derives from keys of its own "
+            "(the sliding layers' head sizes) by a rule posenc does not carry; add per_layer_config"
+        )
+    if family.full_head_dim_key is not None and layer_types:
+        key = family.full_head_dim_key
+        head_dim = reader.get(key) if reader.given(key) else reader.default(key)
+        head_dim = check_int(head_dim, f"config[{key!r}]", minimum=1)
+        reader.overrides = {
+            index: {"head_dim": head_dim} for index, kind in enumerate(layer_types) if kind == "full_attention"
+        }
 
 
 def _layer_dict(
@@ -650,9 +790,11 @@ def _layer_dict(
 
 
 def _rope_parameters(reader: _Config, family: Family, layer_types: list[str] | None) -> dict[str, Any] | None:
-    """The rope dict as transformers standardises it: v5 ``rope_parameters`` or legacy ``rope_scaling``, with the
-    top-level ``rope_theta`` and ``partial_rotary_factor`` (and the family's legacy names) moved in. None for a
-    family that runs without rotation when the config has none (OLMo Hybrid)."""
+    """The rope dict as the family's configuration class builds it: v5 ``rope_parameters`` or legacy
+    ``rope_scaling``, else the class's default dict, with the top-level ``rope_theta`` and ``partial_rotary_factor``
+    (and the family's legacy names) moved in, and the class's defaults where a dict of a config.json has neither
+    (:data:`posenc._families.RopeForm`). None for a family that runs without rotation when its base is None (OLMo
+    Hybrid)."""
     parameters = reader.get("rope_parameters")
     legacy = reader.get("rope_scaling")
     if parameters is not None and legacy is not None and parameters is not legacy and dict(parameters) != dict(legacy):
@@ -660,47 +802,103 @@ def _rope_parameters(reader: _Config, family: Family, layer_types: list[str] | N
             "config has both rope_parameters and rope_scaling and they differ: transformers v5 reads rope_scaling "
             "first; keep one"
         )
-    rope = parameters if parameters is not None else legacy
-    if rope is None:
-        rope = {}
-    if not isinstance(rope, Mapping):
-        raise TypeError(f"config['rope_parameters'] must be a dict, got {type(rope).__name__}")
-    rope = {key: (dict(value) if isinstance(value, Mapping) else value) for key, value in rope.items()}
-    if reader.is_dict and family.local_base_key and not _nested_keys(rope, layer_types, family):
-        # Gemma 3's legacy form (convert_rope_params_to_dict): rope_scaling and rope_theta are the full-attention
-        # layers', rope_local_base_freq the sliding layers' base
-        local = reader.get("rope_local_base_freq")
-        if local is None:
+    given = legacy if legacy else parameters
+    if given is not None and not isinstance(given, Mapping):
+        raise TypeError(f"config['rope_parameters'] must be a dict, got {type(given).__name__}")
+    rope = {key: (dict(value) if isinstance(value, Mapping) else value) for key, value in (given or {}).items()}
+    if reader.is_dict and family.rope_form == "by_layer_type":
+        rope = _rope_by_layer_type(reader, family, rope, layer_types)
+    elif reader.is_dict:
+        if family.rope_form == "not_carried" and not _nested_keys(rope, layer_types, family):
             raise ValueError(
-                "config has no rope_local_base_freq, the base of the sliding-window layers (in a legacy config with "
-                "a flat rope_scaling): transformers would take 10000.0; add it, or write rope_parameters by layer type"
+                f"config has no rope_parameters by layer type, which {family.defaults.config_class} builds from keys "
+                "of its own by a rule posenc does not carry; add rope_parameters"
             )
-        rope = {"full_attention": rope, "sliding_attention": {"rope_type": "default", "rope_theta": local}}
-    top_level: dict[str, Any] = {}
-    for legacy_key, key in (
-        *family.aliases,
-        ("rope_theta", "rope_theta"),
-        ("partial_rotary_factor", "partial_rotary_factor"),
-    ):
-        value = reader.get(legacy_key)
-        if value is not None:
-            top_level.setdefault(key, value)
-    nested = _nested_keys(rope, layer_types, family)
-    if family.rope_optional and (not rope or rope.get("rope_theta", top_level.get("rope_theta")) is None):
+        if not rope and "rope_parameters" in reader.defaults:
+            rope = reader.default("rope_parameters")  # what the class's __post_init__ supplies
+        if family.rope_form in ("mixin", "not_carried"):
+            _fill_rope_defaults(reader, family, rope, layer_types)
+    elif family.rope_form in ("mixin", "by_layer_type"):
+        # an object: its rope_parameters are standardised; the top-level values fill what a dict still lacks (a
+        # class that takes its rope dicts as given leaves them as they are, and so does its modeling code: DeepSeek-V4
+        # rotates the whole head of a nested dict without partial_rotary_factor, whatever the top-level factor)
+        top_level: dict[str, Any] = {}
+        for legacy_key, key in (
+            *family.aliases,
+            ("rope_theta", "rope_theta"),
+            ("partial_rotary_factor", "partial_rotary_factor"),
+        ):
+            value = reader.get(legacy_key)
+            if value is not None:
+                top_level.setdefault(key, value)
+        for layer_dict in _dicts_of(rope, layer_types, family):
+            for key, value in top_level.items():
+                layer_dict.setdefault(key, value)
+    dicts = _dicts_of(rope, layer_types, family)
+    if family.rope_optional and all(layer_dict.get("rope_theta") is None for layer_dict in dicts):
         return None  # the modeling code builds no rotary embedding: every layer is NoPE
-    if not rope and "rope_theta" not in top_level:
-        sub_configs = [key for key in ("text_config", "vision_config", "audio_config") if reader.has(key)]
+    if not rope:
+        sub_configs = [key for key in ("text_config", "vision_config", "audio_config") if reader.given(key)]
         hint = f": pass one of its sub-configs {sub_configs}" if sub_configs else ""
         raise ValueError(f"config has no rope_parameters, rope_scaling or rope_theta{hint}")
-    for layer_dict in [rope[key] for key in nested] if nested else [rope]:
-        if layer_dict is None:
-            continue
-        for key, value in top_level.items():
-            layer_dict.setdefault(key, value)
     return rope
 
 
-def _nested_keys(rope: Mapping[str, Any] | None, layer_types: list[str] | None, family: Family) -> list[str]:
+def _dicts_of(rope: dict[str, Any], layer_types: list[str] | None, family: Family) -> list[dict[str, Any]]:
+    """The rope dicts of a (possibly nested) rope dict: one per layer type (None entries left out), or itself."""
+    nested = _nested_keys(rope, layer_types, family)
+    return [rope[key] for key in nested if rope[key] is not None] if nested else [rope]
+
+
+def _fill_rope_defaults(reader: _Config, family: Family, rope: dict[str, Any], layer_types: list[str] | None) -> None:
+    """``RotaryEmbeddingConfigMixin.convert_rope_params_to_dict``: each rope dict takes the top-level
+    ``rope_theta`` and ``partial_rotary_factor`` where it has none, else the class's defaults of those."""
+    for key in ("rope_theta", "partial_rotary_factor"):
+        names = [legacy for legacy, canonical in family.aliases if canonical == key] + [key]
+        given = next((reader.get(name) for name in names if reader.given(name)), _MISSING)
+        if key == "partial_rotary_factor" and family.partial_hardcoded and given is not _MISSING:
+            # Bamba's __post_init__ replaces the top-level value by its default before the rope dict takes it
+            given = family.defaults.values[key]
+        if given is None:
+            continue  # an explicit null: transformers fills nothing either
+        for layer_dict in _dicts_of(rope, layer_types, family):
+            if key in layer_dict:
+                continue
+            if given is not _MISSING:
+                layer_dict[key] = given
+            elif key in reader.defaults:
+                layer_dict[key] = reader.default(key)
+
+
+def _rope_by_layer_type(
+    reader: _Config, family: Family, rope: dict[str, Any], layer_types: list[str] | None
+) -> dict[str, Any]:
+    """Gemma 3's, ModernBERT's, OLMo 3's and NeoMME's ``convert_rope_params_to_dict``: one dict per layer type,
+    each with its own base (:class:`posenc._families.LayerBase`); a flat (legacy) dict scales the full layers."""
+    if not _nested_keys(rope, [base.layer_type for base in family.layer_bases], family):
+        flat, rope = rope, {}
+        for base in family.layer_bases:
+            rope[base.layer_type] = {"rope_type": "default"}
+            if flat and base.layer_type in family.scaling_layers:
+                rope[base.layer_type].update(copy.deepcopy(flat))
+    shared = Counter(base.key for base in family.layer_bases)
+    for base in family.layer_bases:
+        layer_dict = rope.get(base.layer_type)
+        if layer_dict is None:
+            layer_dict = rope[base.layer_type] = {"rope_type": "default"}
+        where = f"rope_parameters[{base.layer_type!r}]"
+        if "rope_theta" not in layer_dict:
+            if base.key is not None and reader.given(base.key):
+                layer_dict["rope_theta"] = reader.get(base.key)
+            else:
+                name = base.key if base.key is not None and shared[base.key] == 1 else f"{where}['rope_theta']"
+                layer_dict["rope_theta"] = reader.used[name] = base.default
+        if base.partial is not None and "partial_rotary_factor" not in layer_dict:
+            layer_dict["partial_rotary_factor"] = reader.used[f"{where}['partial_rotary_factor']"] = base.partial
+    return rope
+
+
+def _nested_keys(rope: Mapping[str, Any] | None, layer_types: Sequence[str] | None, family: Family) -> list[str]:
     """The keys a rope dict is nested under (layer types, or the family's own labels), or [] for a flat dict."""
     if rope is None:
         return []
@@ -725,41 +923,113 @@ def _layer_types(reader: _Config, family: Family) -> list[str] | None:
         cycled = [blocks[i % len(blocks)] for i in range(n_layers)]
         return ["linear_attention" if block == "recurrent" else "sliding_attention" for block in cycled]
     layer_types = reader.get("layer_types")
-    if layer_types is None and family.sliding_pattern_key and reader.get("sliding_window_pattern") is not None:
-        # the legacy int of Gemma 3 and Cohere 2: every pattern-th layer is full attention, the others sliding
-        pattern = check_int(reader.get("sliding_window_pattern"), "config['sliding_window_pattern']", minimum=1)
-        n_layers = check_int(reader.get("num_hidden_layers"), "config['num_hidden_layers']", minimum=1)
-        return ["sliding_attention" if (i + 1) % pattern else "full_attention" for i in range(n_layers)]
+    if layer_types is None and reader.is_dict and family.layer_pattern is not None:
+        derived = _derived_layer_types(reader, family, family.layer_pattern)
+        reader.used["layer_types"] = tuple(derived)
+        return derived
     if layer_types is None:
-        if family.sliding_pattern_key or family.local_base_key:
-            raise ValueError(
-                f"config has neither layer_types nor sliding_window_pattern, which say which layers of "
-                f"{family.source} are sliding: transformers would take its config class's default pattern; add one"
-            )
         return None
     if isinstance(layer_types, (str, bytes)) or not isinstance(layer_types, Sequence):
         raise TypeError(f"config['layer_types'] must be a list of str, got {type(layer_types).__name__}")
     if not all(isinstance(item, str) for item in layer_types):
         raise TypeError("config['layer_types'] must be a list of str")
-    return list(layer_types)
+    return [LEGACY_LAYER_TYPES.get(str(kind), str(kind)) for kind in layer_types]
 
 
-def _n_layers(reader: _Config, family: Family, layer_types: list[str] | None) -> int:
+def _derived_layer_types(reader: _Config, family: Family, pattern: LayerPattern) -> list[str]:
+    """The ``layer_types`` the family's configuration class derives when a config.json has none."""
+    if pattern.kind == "not_carried":
+        raise ValueError(
+            f"config has no layer_types, which {family.defaults.config_class} derives by a rule posenc does not "
+            "carry; add layer_types"
+        )
+    n = _layer_count(reader, family)
+    if n is None:
+        raise ValueError(f"config has no layer count (none of {list(family.layer_count_keys)}) and no layer_types")
+    full, other = pattern.full, pattern.other
+    if pattern.kind == "constant":
+        return [full] * n
+    if pattern.kind == "listed":
+        return list(pattern.cycle)
+    if pattern.kind == "cycle":
+        return [other if i in pattern.first else pattern.cycle[i % len(pattern.cycle)] for i in range(n)]
+    if pattern.kind == "periodic":
+
+        def periodic(count: int, key: str | None, period: int) -> list[str]:
+            if key is not None:
+                period = check_int(reader.get(key), f"config[{key!r}]", minimum=1)
+            kinds = []
+            for i in range(count):
+                j = count - 1 - i if pattern.from_end else i
+                last = pattern.last == "always" and i == count - 1
+                kinds.append(full if (j + pattern.shift) % period == 0 or i in pattern.first or last else other)
+            if pattern.last == "if_none" and count and full not in kinds:
+                kinds[-1] = full
+            return kinds
+
+        prefix = 0
+        if pattern.prefix_key is not None:
+            prefix = check_int(reader.get(pattern.prefix_key, 0), f"config[{pattern.prefix_key!r}]", minimum=0)
+        return [
+            *periodic(prefix, pattern.prefix_period_key, pattern.period),
+            *periodic(n - prefix, pattern.period_key, pattern.period),
+        ]
+    gate = bool(reader.get(pattern.gate_key)) if pattern.gate_key is not None else True
+    window = reader.get("sliding_window")
+    if pattern.kind == "windowed":
+        start = reader.get("max_window_layers") or 0
+        return [other if gate and window is not None and i >= start else full for i in range(n)]
+    if pattern.kind == "windowed_alternating":
+        stop = reader.get("max_window_layers") or 0
+        return [other if gate and i % 2 == 0 and i < stop else full for i in range(n)]
+    if pattern.kind == "indices":
+        assert pattern.period_key is not None
+        indices = reader.get(pattern.period_key)
+        return [full if indices is None or i in indices else other for i in range(n)]
+    flags = _no_rope_flags(reader, family, n)  # "no_rope"
+    if pattern.gate_key is not None:
+        return [other if gate and window is not None and not flags[i] else full for i in range(n)]
+    return [other if flags[i] else full for i in range(n)]
+
+
+def _no_rope_flags(reader: _Config, family: Family, n: int) -> list[bool]:
+    """``no_rope_layers`` (1: the layer rotates), or every ``no_rope_layer_interval``-th layer NoPE without it."""
+    flags = reader.get("no_rope_layers")
+    if not flags:
+        interval = reader.get("no_rope_layer_interval")
+        if interval is None:
+            raise ValueError(
+                f"config has neither no_rope_layers nor no_rope_layer_interval, which say which layers of "
+                f"{family.source} skip the rotation; add one"
+            )
+        interval = check_int(interval, "config['no_rope_layer_interval']", minimum=1)
+        return [(index + 1) % interval != 0 for index in range(n)]
+    if isinstance(flags, (str, bytes)) or not isinstance(flags, Sequence) or len(flags) < n:
+        raise ValueError(f"config['no_rope_layers'] must have one entry per layer, got {flags!r}")
+    return [bool(flag) for flag in flags]
+
+
+def _layer_count(reader: _Config, family: Family) -> int | None:
+    """The config's number of layers (its class's default if it has none), or None if it names none."""
     if reader.is_dict and family.derived == "longcat" and reader.get("num_layers") is not None:
         # LongCat-Flash's num_hidden_layers is a property, 2 * num_layers: two attentions per layer
         return 2 * check_int(reader.get("num_layers"), "config['num_layers']", minimum=1)
     for key in family.layer_count_keys:
         value = reader.get(key)
         if value is not None:
-            count = check_int(value, f"config[{key!r}]", minimum=1)
-            if layer_types is not None and len(layer_types) < count:
-                raise ValueError(
-                    f"config['layer_types'] has {len(layer_types)} entries for config[{key!r}] = {count} layers"
-                )
-            return count
-    if layer_types:
-        return len(layer_types)
-    raise ValueError(f"config has no layer count (none of {list(family.layer_count_keys)}) and no layer_types")
+            return check_int(value, f"config[{key!r}]", minimum=1)
+    return None
+
+
+def _n_layers(reader: _Config, family: Family, layer_types: list[str] | None) -> int:
+    count = _layer_count(reader, family)
+    if count is None:
+        if layer_types:
+            return len(layer_types)
+        raise ValueError(f"config has no layer count (none of {list(family.layer_count_keys)}) and no layer_types")
+    if layer_types is not None and len(layer_types) < count:
+        raise ValueError(f"config['layer_types'] has {len(layer_types)} entries for {count} layers")
+    return count
 
 
 def _head_dim(layer: _Config, family: Family) -> int:
@@ -772,7 +1042,16 @@ def _head_dim(layer: _Config, family: Family) -> int:
         )
         hidden, rate, heads = (check_int(layer.get(key), f"config[{key!r}]", minimum=1) for key in keys)
         return hidden // (rate * heads)
+    if layer.is_dict and family.rotary == "mla" and family.mla_head == "rope":
+        return _mla_dims(layer)[2]  # the class sets head_dim = qk_rope_head_dim, whatever config.json says
     head_dim = layer.get("head_dim")
+    if head_dim is None and family.head_rule == "double_hidden":
+        # Zamba 2's attention_head_dim: 2 * hidden_size // num_attention_heads (its attention sees [x, embedding])
+        return (
+            2
+            * check_int(layer.get("hidden_size"), "config['hidden_size']", minimum=1)
+            // check_int(layer.get("num_attention_heads"), "config['num_attention_heads']", minimum=1)
+        )
     if head_dim is not None:
         return check_int(head_dim, f"{layer.name}['head_dim']", minimum=1)
     hidden_key, heads_key = family.head_keys
@@ -792,20 +1071,7 @@ def _rotates(reader: _Config, family: Family, layer_dict: object, layer_type: st
     if rule is None:
         return True
     if rule == "no_rope_layers":
-        flags = reader.get("no_rope_layers")
-        if not flags:
-            # Llama 4 and SmolLM3's configs: without the list, every no_rope_layer_interval-th layer is NoPE
-            interval = reader.get("no_rope_layer_interval")
-            if interval is None:
-                raise ValueError(
-                    f"config has neither no_rope_layers nor no_rope_layer_interval, which say which layers of "
-                    f"{family.source} skip the rotation: transformers would take its config class's default (4); "
-                    "add one"
-                )
-            return (index + 1) % check_int(interval, "config['no_rope_layer_interval']", minimum=1) != 0
-        if not isinstance(flags, Sequence) or len(flags) <= index:
-            raise ValueError(f"config['no_rope_layers'] must have one entry per layer, got {flags!r}")
-        return bool(flags[index])
+        return _no_rope_flags(reader, family, index + 1)[index]
     if rule == "sliding_only":
         return layer_type == "sliding_attention"
     if rule == "sliding_or_dense_prefix":
@@ -816,6 +1082,13 @@ def _rotates(reader: _Config, family: Family, layer_dict: object, layer_type: st
         return reader.get("sliding_window") is None or layer_type == "sliding_attention"
     if rule == "layer_rope_theta":
         thetas = reader.get("layer_rope_theta")
+        if thetas is None and reader.is_dict and family.nope_on_full_layers:
+            # MUSE's __post_init__: layer_rope_theta is 0 (NoPE) on the layers its pattern makes full attention
+            assert family.layer_pattern is not None
+            full = _derived_layer_types(reader, family, family.layer_pattern)
+            theta = layer_dict.get("rope_theta") if isinstance(layer_dict, dict) else None
+            reader.used["layer_rope_theta"] = tuple(0 if kind == family.layer_pattern.full else theta for kind in full)
+            return full[index] != family.layer_pattern.full
         if thetas is None:
             return True
         return bool(thetas[index])
@@ -839,10 +1112,10 @@ def _read_layer(
         _, nope_dim, rope_dim = _mla_dims(layer)
         config_head_dim = rope_dim if family.mla_head == "rope" else nope_dim + rope_dim
     parameters = dict(layer_dict)
-    if "rope_theta" not in parameters:
+    if parameters.get("rope_theta") is None:
         raise ValueError(
-            f"{where} has no rope_theta (and the config none at the top level): transformers would take the default "
-            "of the model's config class; add 'rope_theta'"
+            f"{where} has no rope_theta, and {family.defaults.config_class} fills in none (its rope dict is taken "
+            "as the config gives it); add 'rope_theta'"
         )
     family_values = {
         key: parameters.pop(key) for key in (*family.rope_keys, "max_position_embeddings") if key in parameters
@@ -857,13 +1130,11 @@ def _read_layer(
         # transformers marks an axial tower's default frequencies with rope_type "axial" (default_rope_type)
         if parameters.get("rope_type", parameters.get("type")) == "axial":
             parameters = {key: value for key, value in parameters.items() if key not in ("rope_type", "type")}
-    if "partial_rotary_factor" not in parameters and family.partial_default is not None and reader.is_dict:
-        raise ValueError(
-            f"{where} has no partial_rotary_factor: {family.source}'s config class defaults it to "
-            f"{family.partial_default}; add 'partial_rotary_factor'"
-        )
-    if "partial_rotary_factor" not in parameters and family.partial_default is not None:
-        parameters["partial_rotary_factor"] = family.partial_default
+    if "partial_rotary_factor" not in parameters and family.rotary == "mla" and family.mla_head != "rope":
+        # Mistral 4's __post_init__ and dots.note's conversion: partial_rotary_factor = qk_rope_head_dim / head_dim
+        parameters["partial_rotary_factor"] = _mla_dims(layer)[2] / config_head_dim
+        if reader.is_dict:
+            reader.used["partial_rotary_factor"] = parameters["partial_rotary_factor"]
     base = check_real(parameters["rope_theta"], f"{where}['rope_theta']", above=1.0)
     if (
         family.alpha_key
@@ -894,13 +1165,13 @@ def _read_layer(
     elif family.rotary == "last":
         offset = config_head_dim - rotary_dim
     layout = family.layout
-    if family.interleave_key is not None and not reader.get(family.interleave_key, True):
+    if family.interleave_key is not None and not reader.get(family.interleave_key):
         layout = "halves"  # DeepSeek-V3's rope_interleave (default True) switches to apply_rotary_pos_emb
     if scaling.rope_type != "proportional" and scaling.partial_rotary_factor != 1.0:
         scaling = replace(scaling, partial_rotary_factor=1.0)
     multiaxis: dict[str, Any] = {}
     if family.multiaxis is not None:
-        multiaxis = _multiaxis(family, family_values, rotary_dim, where)
+        multiaxis = _multiaxis(reader, family, family_values, rotary_dim, where)
         if family.frequency_scale != 1.0:
             multiaxis["frequency_scale"] = family.frequency_scale
     if family.feature_order == "swapped_halves":
@@ -958,12 +1229,18 @@ def _mla_dims(layer: _Config) -> tuple[int, int, int]:
     return nope + rope, nope, rope
 
 
-def _multiaxis(family: Family, values: Mapping[str, Any], rotary_dim: int, where: str) -> dict[str, Any]:
+def _multiaxis(
+    reader: _Config, family: Family, values: Mapping[str, Any], rotary_dim: int, where: str
+) -> dict[str, Any]:
     recipe = family.multiaxis
     assert recipe is not None
     n_pairs = rotary_dim // 2
     if recipe.startswith("mrope"):
-        section = values.get("mrope_section", family.mrope_section)
+        section = values.get("mrope_section")
+        if section is None and family.mrope_section is not None and reader.is_dict:
+            # the modeling code's default (Qwen2-VL's get("mrope_section", [16, 24, 24]))
+            section = reader.used["mrope_section"] = family.mrope_section
+        section = section if section is not None else family.mrope_section
         if section is None:
             raise ValueError(f"{where} has no mrope_section, which {family.source} needs")
         if recipe == "mrope_unpaired":
@@ -1026,4 +1303,6 @@ def _query_scaling(
         )
     if rule == "scalable_softmax":
         return None if rotates else QueryScaling("scalable_softmax", 0.1, 2048.0)
+    if rule == "learned_log":
+        return QueryScaling("learned_log")  # every layer, NoPE or not; its values are weights
     raise AssertionError(rule)

@@ -84,14 +84,36 @@ def test_what_the_published_configs_say():
     assert qwen.axes == ("time", "height", "width") and qwen.axis_of_pair == (0,) * 16 + (1,) * 24 + (2,) * 24
 
 
-def test_gemma_3s_sparse_file_is_refused_naming_the_key_its_class_fills_in():
-    """gemma-3-4b-it's text_config says neither which layers slide nor their base: transformers takes both from
-    Gemma3TextConfig; posenc, which does not import transformers, refuses the dict and names the key."""
-    with pytest.raises(ValueError, match="sliding_window_pattern"):
-        RotaryPlan.from_config(PUBLISHED_CONFIGS["google/gemma-3-4b-it"].as_dict())
-    with_pattern = {**PUBLISHED_CONFIGS["google/gemma-3-4b-it"].as_dict(), "sliding_window_pattern": 6}
-    with pytest.raises(ValueError, match="rope_local_base_freq"):
-        RotaryPlan.from_config(with_pattern)
+def test_gemma_3s_sparse_file_reads_and_rotates_as_transformers_reads_it():
+    """gemma-3-4b-it's text_config as published says neither which layers slide nor their bases: posenc fills them
+    in with Gemma3TextConfig's defaults, as transformers does (the same plan as the class built from the same dict,
+    the same rotation as its rotary embedding), and names each default it used."""
+    from transformers import Gemma3TextConfig
+
+    published = PUBLISHED_CONFIGS["google/gemma-3-4b-it"]
+    plan = RotaryPlan.from_config(published.as_dict())
+    theirs = Gemma3TextConfig.from_dict(published.as_dict())
+    assert plan.layers == RotaryPlan.from_config(theirs).layers
+    assert plan.layers == RotaryPlan.from_config(published.as_dict(with_class_defaults=True)).layers
+    compare_against(published.as_dict(), theirs)
+    assert plan.config_class == "Gemma3TextConfig"
+    for key in ("sliding_window_pattern", "rope_theta", "rope_local_base_freq"):
+        assert plan.defaults_used[key] == published.class_defaults[key], key
+    assert not set(plan.defaults_used) & set(published.values)
+    assert "rope_local_base_freq = 10000.0" in repr(plan)
+
+
+def test_a_minimal_dict_reads_with_its_classs_defaults_and_says_so():
+    """A Llama dict without a base reads with LlamaConfig's default, 10000, and the plan says it came from there; a
+    config object records nothing (transformers filled it in)."""
+    from transformers import LlamaConfig
+
+    raw = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2}
+    plan = RotaryPlan.from_config(copy.deepcopy(raw))
+    assert plan.kinds[0].base == LlamaConfig().rope_parameters["rope_theta"] == 10000.0
+    assert dict(plan.defaults_used) == {"rope_theta": 10000.0, "max_position_embeddings": 2048}
+    assert plan.max_position_embeddings == LlamaConfig().max_position_embeddings
+    assert dict(RotaryPlan.from_config(LlamaConfig.from_dict(raw)).defaults_used) == {}
 
 
 def test_the_class_defaults_added_to_gemma_3s_file_are_the_classs():
@@ -108,6 +130,57 @@ def test_the_class_defaults_added_to_gemma_3s_file_are_the_classs():
     for key in ("head_dim", "num_attention_heads", "num_key_value_heads"):
         assert getattr(config, key) == defaults[key], key
     assert not set(defaults) & set(PUBLISHED_CONFIGS["google/gemma-3-4b-it"].values)
+
+
+GEMMA4_TEXT_CONFIG = {
+    "hidden_size": 3840,
+    "num_hidden_layers": 12,
+    "num_attention_heads": 16,
+    "num_key_value_heads": 8,
+    "num_global_key_value_heads": 1,
+    "head_dim": 256,
+    "global_head_dim": 512,
+    "attention_k_eq_v": True,
+    "sliding_window": 1024,
+    "max_position_embeddings": 131072,
+    "layer_types": (["sliding_attention"] * 5 + ["full_attention"]) * 2,
+    "rope_parameters": {
+        "full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.25, "rope_theta": 1000000.0},
+        "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+    },
+}
+"""A Gemma 4 text_config in the form Google publishes it (the sizes of gemma-4-12B-it's, 12 of its 48 layers): the
+full layers' head size as ``global_head_dim``, no ``per_layer_config``, which transformers derives from it."""
+
+
+@pytest.mark.parametrize(
+    ("model_type", "class_name"),
+    [
+        ("gemma4_text", "Gemma4TextConfig"),
+        ("gemma4_unified_text", "Gemma4UnifiedTextConfig"),
+        ("diffusion_gemma_text", "DiffusionGemmaTextConfig"),
+    ],
+)
+def test_gemma_4s_published_text_config_gives_the_full_layers_their_own_head(model_type, class_name):
+    """The full layers of a published Gemma 4 text_config have ``global_head_dim`` = 512 features a head, and rotate
+    a quarter of their pairs at base^(-2i/512), as the configuration class reads it; without the key, the class's
+    default 512 (recorded in ``defaults_used``), never ``head_dim``."""
+    import transformers
+
+    config_class = getattr(transformers, class_name)
+    for published in (GEMMA4_TEXT_CONFIG, {k: v for k, v in GEMMA4_TEXT_CONFIG.items() if k != "global_head_dim"}):
+        raw = {**copy.deepcopy(published), "model_type": model_type}
+        plan = RotaryPlan.from_config(copy.deepcopy(raw))
+        theirs = config_class.from_dict(copy.deepcopy(raw))
+        full = [plan.layers[index] for index in (5, 11)]
+        assert {(layer.layer_type, layer.head_dim, layer.rotary_dim) for layer in full} == {
+            ("full_attention", 512, 512)
+        }
+        assert np.count_nonzero(full[0].inverse_frequencies()) == 512 // 2 // 4
+        assert plan.layers[0].head_dim == 256
+        assert plan.layers == RotaryPlan.from_config(theirs).layers
+        compare_against(copy.deepcopy(raw), theirs)
+        assert ("global_head_dim" in plan.defaults_used) == ("global_head_dim" not in published)
 
 
 def test_the_reader_sees_the_wrong_reading_of_a_published_config(monkeypatch):
@@ -157,6 +230,34 @@ def test_beams_scalable_softmax_matches_transformers():
     (nope,) = [kind for kind in RotaryPlan.from_config(_default("BeamConfig")).kinds if not kind.rotates]
     assert nope.query_scaling == QueryScaling("scalable_softmax", 0.1, 2048.0)
     torch.testing.assert_close(query_scale(POSITIONS, nope.query_scaling), theirs, rtol=0, atol=1e-6)
+
+
+def test_mistral_large_4s_learned_query_multiplier_is_named_not_computed():
+    """Mistral Large 4 multiplies the queries of every attention layer, NoPE layers included, by a_h ln(1 + p) + b_h
+    with a_h, b_h learned per head (MistralLarge4TextSoftmaxScaling): the plan names it on each such layer, from the
+    object and from its config.json, and refuses to compute it (its values are weights)."""
+    from transformers import MistralLarge4TextConfig
+    from transformers.models.mistral_large4 import modeling_mistral_large4
+
+    config = MistralLarge4TextConfig(
+        hidden_size=64, num_attention_heads=4, num_hidden_layers=4, q_lora_rank=16, kv_lora_rank=16,
+        qk_nope_head_dim=8, qk_rope_head_dim=8, v_head_dim=8, intermediate_size=32, moe_intermediate_size=16,
+        n_routed_experts=2, num_experts_per_tok=1, index_n_heads=2, index_head_dim=16,
+    )  # fmt: skip
+    learned = QueryScaling("learned_log")
+    for plan in (RotaryPlan.from_config(config), RotaryPlan.from_config(config.to_dict())):
+        assert [layer.rotates for layer in plan.layers] == [True, True, True, False]
+        for index, layer in enumerate(plan.layers):
+            attention = modeling_mistral_large4.MistralLarge4TextAttention(config, index)
+            assert isinstance(attention.softmax_scaling, modeling_mistral_large4.MistralLarge4TextSoftmaxScaling)
+            assert layer.query_scaling == learned, index
+    with pytest.raises(ValueError, match="learned per head"):
+        posenc.query_scale([0, 1], learned)
+    with pytest.raises(ValueError, match="learned per head"):
+        query_scale(torch.arange(2), learned)
+    with pytest.raises(ValueError, match="scale must be None"):
+        QueryScaling("learned_log", 0.1, 8.0)
+    assert RotaryPlan.from_config(_default("MistralLarge4TextConfig")).layers[0].query_scaling == learned
 
 
 def test_llama4_temperature_tuning_matches_the_attention():
@@ -269,15 +370,15 @@ LLAMA = REAL_CONFIGS["meta-llama/Llama-3.1-8B-Instruct"]
     ("change", "message"),
     [
         (dict(model_type="llama_v9"), "model_type.*llama_v9"),
-        (dict(rope_theta=None), "rope_theta"),
+        (dict(model_type="laguna", rope_theta=None), "rope_theta"),  # LagunaConfig takes the rope dict as given
         (dict(rope_scaling={"rope_type": "linear", "factor": 2.0, "llama_4_scaling_beta": 0.1}), "scaling_beta"),
         (dict(rope_scaling={"rope_type": "yarn", "factor": 2.0, "attention_factr": 1.0}), "attention_factr"),
         (dict(rope_scaling={"rope_type": "ntk_alpha", "alpha": 2.0}), "rope_type"),
         (dict(model_type="deepseek_v3", qk_rope_head_dim=64, qk_nope_head_dim=128, partial_rotary_factor=0.5), "rope"),
-        (dict(model_type="llama4_text", no_rope_layers=None), "no_rope_layer_interval"),
+        (dict(model_type="llama4_text", no_rope_layers=[1, 1, 0]), "no_rope_layers"),  # 3 entries, 32 layers
         (dict(model_type="qwen2_vl_text", rope_scaling={"type": "mrope", "mrope_section": [16, 24]}), "mrope_section"),
         (dict(model_type="hunyuan_vl_text", rope_scaling={"mrope_section": [16, 16, 16, 16]}), "mrope_section"),
-        (dict(model_type="gemma3_text", layer_types=None), "sliding_window_pattern"),
+        (dict(model_type="dots3_note_text", layer_types=None), "layer_types"),  # derived by a rule posenc lacks
         (dict(rope_scaling={"main": {"rope_type": "default"}, "compress": {"rope_type": "default"}}), "main"),
         (dict(model_type="gpt_neox", rotary_pct=0.34), "partial_rotary_factor"),  # int(128 * 0.34) = 43 features
     ],
@@ -301,6 +402,23 @@ def test_keys_that_do_not_change_positions_are_accepted():
     plain = RotaryPlan.from_config(copy.deepcopy(raw))
     raw["rope_scaling"]["max_position_embeddings"] = 131072
     assert RotaryPlan.from_config(raw).layers == plain.layers
+
+
+def test_deepseek_v4s_nested_dict_without_a_factor_rotates_the_whole_head():
+    """A DeepSeek-V4 config whose nested ``compress`` dict has no ``partial_rotary_factor``, and no top-level one:
+    the class keeps the dict as given (its own ``partial_rotary_factor`` stays 0.125) and the rotary module rotates
+    the whole head of 512. posenc reads the object and the dict alike, with the module's width."""
+    from transformers import DeepseekV4Config
+    from transformers.models.deepseek_v4.modeling_deepseek_v4 import DeepseekV4RotaryEmbedding
+
+    raw = DeepseekV4Config().to_dict()
+    del raw["rope_parameters"]["compress"]["partial_rotary_factor"], raw["partial_rotary_factor"]
+    config = DeepseekV4Config.from_dict(copy.deepcopy(raw))
+    width = 2 * DeepseekV4RotaryEmbedding(config).compress_inv_freq.shape[0]
+    assert (config.partial_rotary_factor, width) == (0.125, 512)
+    for plan in (RotaryPlan.from_config(config), RotaryPlan.from_config(copy.deepcopy(raw))):
+        compressed = {kind.rotary_dim for kind in plan.kinds if kind.rotates and kind.layer_type != "sliding_attention"}
+        assert compressed == {width}
 
 
 def test_deepseek_v4_nests_by_its_own_labels():

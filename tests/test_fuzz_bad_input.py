@@ -825,6 +825,8 @@ SPECS = {
             layers=(LayerRotary("full_attention", True, 8, 8),),
             max_position_embeddings=64,
             source="models/llama/modeling_llama.py",
+            config_class="LlamaConfig",
+            defaults_used={"rope_theta": 10000.0},
         ),
         lambda out, a: isinstance(out, RotaryPlan) or pytest.fail(f"returned {out!r}"),
     ),

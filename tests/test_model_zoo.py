@@ -33,10 +33,12 @@ moves some feature by O(1) (:func:`test_the_census_sees_a_wrong_family_entry` sh
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import importlib
 import inspect
 import math
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -45,7 +47,8 @@ import pytest
 import torch
 
 import posenc
-from posenc._families import FAMILIES
+from posenc._families import _GEMMA3_BASES as _GEMMA3
+from posenc._families import FAMILIES, LEGACY_LAYER_TYPES
 from posenc.nn import rotary_embedding
 from posenc_book.zoo import LEFT_OUT, OVERRIDES, model_type_of, rotary_configs
 
@@ -644,3 +647,303 @@ def test_the_attribute_maps_posenc_reads_dicts_with_are_the_config_classes(zoo):
         if model_type in FAMILIES:
             theirs = {key: value for key, value in (type(config).attribute_map or {}).items() if key in read}
             assert dict(FAMILIES[model_type].attribute_map) == theirs, model_type
+
+
+# --- Defaults: what a configuration class fills in for a key a config.json leaves out --------------------------
+
+
+class Recording(dict):
+    """A config.json dict that records the keys posenc looks up in it."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.read: set[str] = set()
+
+    def __contains__(self, key: object) -> bool:
+        self.read.add(str(key))
+        return super().__contains__(key)
+
+    def __getitem__(self, key: str) -> Any:
+        self.read.add(key)
+        return super().__getitem__(key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        self.read.add(key)
+        return super().get(key, default)
+
+
+ABSENT: Any = object()
+"""In :data:`REMOVAL_VARIANTS`, a key taken out of the config.json."""
+
+REMOVAL_VARIANTS: list[tuple[str, dict[str, Any], tuple[tuple[str, ...], ...]]] = [
+    # (class, changes to its config.json, keys then removed together): inputs of the derivations other than the
+    # defaults themselves, so that a rule is checked, not only its value at the class's defaults
+    ("LlamaConfig", dict(hidden_size=2048, num_attention_heads=8), (("head_dim",),)),
+    ("Gemma3TextConfig", dict(sliding_window_pattern=3, num_hidden_layers=8), (("layer_types",),)),
+    (  # the v4 form of gemma-3-4b-it's text_config: a flat rope_scaling, the two bases as separate keys
+        "Gemma3TextConfig",
+        dict(rope_parameters=ABSENT, rope_scaling={"rope_type": "linear", "factor": 8.0}, rope_local_base_freq=2e4),
+        ((), ("rope_local_base_freq",), ("rope_scaling",)),
+    ),
+    ("Cohere2Config", dict(sliding_window_pattern=3), (("layer_types",),)),
+    ("Cohere2MoeConfig", dict(first_k_dense_replace=4, prefix_dense_sliding_window_pattern=2), (("layer_types",),)),
+    ("Qwen2Config", dict(use_sliding_window=True, max_window_layers=20), (("layer_types",),)),
+    ("Qwen2Config", dict(use_sliding_window=True), (("layer_types", "max_window_layers"),)),
+    ("Qwen2MoeConfig", dict(use_sliding_window=True, max_window_layers=10), (("layer_types",),)),
+    ("SmolLM3Config", dict(use_sliding_window=True, sliding_window=1024), (("layer_types",),)),
+    ("ModernBertConfig", dict(global_attn_every_n_layers=2), (("layer_types",),)),
+    (
+        "ModernBertConfig",
+        dict(rope_parameters=ABSENT, global_rope_theta=8e4, local_rope_theta=5e3),
+        ((), ("global_rope_theta",), ("local_rope_theta",)),
+    ),
+    ("Qwen3NextConfig", dict(full_attention_interval=3), (("layer_types",),)),
+    ("Exaone4Config", dict(sliding_window_pattern=3), (("layer_types",),)),
+    ("AfmoeConfig", dict(global_attn_every_n_layers=2), (("layer_types",),)),
+    ("Llama4TextConfig", dict(no_rope_layer_interval=3), (("no_rope_layers", "layer_types"),)),
+    ("MistralLarge4TextConfig", dict(no_rope_layer_interval=3), (("no_rope_layers",),)),
+    ("Lfm2Config", dict(full_attn_idxs=[0, 3]), (("layer_types",),)),
+    ("OlmoHybridConfig", dict(num_hidden_layers=3), (("layer_types",),)),
+    ("MuseGlimmerTextConfig", dict(num_hidden_layers=10), (("layer_types", "layer_rope_theta"),)),
+    ("Gemma4TextConfig", dict(global_head_dim=256), (("per_layer_config",),)),
+    ("Mistral4Config", dict(qk_rope_head_dim=32), (("rope_parameters", "head_dim"),)),
+    ("GPTNeoXConfig", dict(rope_parameters=ABSENT, rotary_pct=0.5, rotary_emb_base=2e4), ((), ("rotary_pct",))),
+    ("Olmo3Config", dict(rope_parameters=ABSENT, rope_theta=123456.0), ((),)),  # the sliding layers keep 500000
+    ("GptOssConfig", dict(rope_parameters=ABSENT, rope_theta=5e5), ((),)),  # the default YaRN dict takes it
+    ("ApertusConfig", dict(rope_parameters=ABSENT, rope_theta=5e5), ((),)),  # the default llama3 dict keeps its own
+    ("GlmConfig", dict(rope_parameters=ABSENT, rope_theta=2e4), ((),)),
+    ("NeoMMEConfig", dict(rope_parameters=ABSENT, rope_theta=2e4), ((),)),
+    (  # Bamba's __post_init__ sets partial_rotary_factor to 0.5 whatever the top-level key says
+        "BambaConfig", dict(rope_parameters=ABSENT, partial_rotary_factor=0.25, attn_layer_indices=[1]), ((),),
+    ),
+]  # fmt: skip
+
+NOT_CARRIED = {
+    ("DeepseekV4Config", "layer_types"): "layer_types",
+    ("DeepseekV4Config", "rope_parameters"): "rope_parameters",
+    ("DeepseekV4Config", "all"): "layer_types",
+    ("DeepseekV4Config", "all the table's keys"): "layer_types",
+    ("Dots3NoteTextConfig", "layer_types"): "layer_types",
+    ("Dots3NoteTextConfig", "rope_parameters"): "rope_parameters",
+    ("Dots3NoteTextConfig", "per_layer_config"): "per_layer_config",
+    ("Dots3NoteTextConfig", "all"): "layer_types",
+    ("Dots3NoteTextConfig", "all the table's keys"): "layer_types",
+}
+"""(class, key removed) for which the class derives a value by a rule posenc does not carry (DeepSeek-V4's compressed
+attention layers and its two rope dicts; dots.note's sliding layers' sizes): posenc refuses, naming the key."""
+
+
+def plan_or_refusal(values: dict[str, Any], model_type: str, config_class: type | None = None) -> Any:
+    """The plan's layers and context that posenc reads from ``values`` (or from ``config_class.from_dict(values)``,
+    the object transformers builds from that config.json), or the error that refused it."""
+    try:
+        config = copy.deepcopy(values) if config_class is None else config_class.from_dict(copy.deepcopy(values))
+        plan = posenc.RotaryPlan.from_config(config, model_type=model_type)
+    except (ValueError, TypeError, KeyError, AttributeError, ZeroDivisionError) as error:
+        return error
+    return plan.layers, plan.max_position_embeddings
+
+
+def removal_cases(config: Any) -> list[tuple[str, dict[str, Any]]]:
+    """(label, config.json) for ``config``'s dict with each key posenc reads removed in turn, each rope dict's base
+    and partial factor removed in turn (alone, and with the top-level key of that name), all the keys posenc reads
+    removed at once (``"all"``), and with them every key the family's table has a default for (a key read only when
+    another is absent, such as Llama 4's ``no_rope_layer_interval`` without ``no_rope_layers``), and the class's
+    :data:`REMOVAL_VARIANTS`."""
+    name = type(config).__name__
+    values = config.to_dict()
+    recording = Recording(values)
+    posenc.RotaryPlan.from_config(recording, model_type=model_type_of(config))
+    read = [key for key in values if key in recording.read and key != "model_type"]
+    cases = [(key, {k: v for k, v in values.items() if k != key}) for key in read]
+    rope = values.get("rope_parameters") or {}
+    nested = [label for label, layer_dict in rope.items() if isinstance(layer_dict, dict)]
+    for label in nested or [None]:
+        for key in ("rope_theta", "partial_rotary_factor"):
+            changed = copy.deepcopy(values)
+            layer_dict = changed["rope_parameters"] if label is None else changed["rope_parameters"][label]
+            if key in layer_dict:
+                del layer_dict[key]
+                where = f"rope_parameters{'' if label is None else [label]}[{key!r}]"
+                cases.append((where, changed))
+                if key in changed:  # and the top-level key the dict would take it from: the class's default
+                    cases.append((f"{where} and {key!r}", {k: v for k, v in changed.items() if k != key}))
+    cases.append(("all", {k: v for k, v in values.items() if k not in read}))
+    table = set(FAMILIES[model_type_of(config)].defaults.values) | set(read)
+    if set(values) & table - set(read):  # keys posenc does not read while others are there (no_rope_layer_interval)
+        cases.append(("all the table's keys", {k: v for k, v in values.items() if k not in table}))
+    for variant, changes, removals in REMOVAL_VARIANTS:
+        if variant == name:
+            changed = {k: v for k, v in {**values, **changes}.items() if v is not ABSENT}
+            for removed in removals:
+                cases.append(
+                    (f"{changes} without {list(removed)}", {k: v for k, v in changed.items() if k not in removed})
+                )
+    return cases
+
+
+def check_defaults(config: Any) -> int:
+    """Every case of :func:`removal_cases` reads with posenc as transformers builds it: the same plan, or a refusal
+    by both (posenc's a ValueError), or a refusal of :data:`NOT_CARRIED` naming the key. The plan of a dict
+    records, in ``defaults_used``, only keys the dict lacks; with all keys removed, the dict with those values put
+    back reads the same, with nothing left to default. Returns the number of cases."""
+    name, model_type = type(config).__name__, model_type_of(config)
+    cases = removal_cases(config)
+    for label, values in cases:
+        theirs = plan_or_refusal(values, model_type, type(config))
+        ours = plan_or_refusal(values, model_type)
+        where = f"{name} {label}"
+        if (name, label) in NOT_CARRIED:
+            assert isinstance(ours, ValueError) and NOT_CARRIED[name, label] in str(ours), f"{where}: {ours!r}"
+            assert not isinstance(theirs, Exception), f"{where}: transformers refuses too: {theirs!r}"
+        elif isinstance(theirs, Exception):
+            assert isinstance(ours, ValueError), f"{where}: transformers refuses ({theirs!r}), posenc does not"
+        else:
+            assert not isinstance(ours, Exception), f"{where}: posenc refuses: {ours!r}"
+            assert ours == theirs, f"{where}: posenc's plan differs from the class's"
+            plan = posenc.RotaryPlan.from_config(copy.deepcopy(values), model_type=model_type)
+            claimed = [key for key in plan.defaults_used if "[" not in key and key != "mrope_section"]
+            assert not set(claimed) & set(values), f"{where}: defaults_used names keys the dict has"
+            if label == "all":
+                filled = {**values, **{key: plan.defaults_used[key] for key in claimed}}
+                again = posenc.RotaryPlan.from_config(copy.deepcopy(filled), model_type=model_type)
+                assert (again.layers, again.max_position_embeddings) == ours, f"{where}: defaults put back"
+                assert not [key for key in again.defaults_used if "[" not in key and key != "mrope_section"], where
+    return len(cases)
+
+
+def test_a_config_json_without_a_key_reads_as_its_class_fills_it_in(zoo, subtests):
+    """For every census class: its config.json with each key posenc reads removed in turn (and each rope dict's base
+    and partial factor, and all of them at once, and the :data:`REMOVAL_VARIANTS`) gives the plan of the class built
+    from the same dict (``from_dict``): posenc fills each gap with the default the class applies."""
+    checked = 0
+    for family, config in zoo:
+        name = type(config).__name__
+        if name in NOT_ROTARY or family in LEFT_OUT or (name in REFUSED_BY_BOTH and name not in OVERRIDES):
+            continue
+        with subtests.test(config=name):
+            checked += check_defaults(with_overrides(config) if name in OVERRIDES else config)
+    assert checked >= 1680  # cases (about 7 per class)
+
+
+def captured_defaults(cls: type, monkeypatch: pytest.MonkeyPatch) -> tuple[dict[str, Any], Any]:
+    """The rope dict and ``partial_rotary_factor`` the class hands ``convert_rope_params_to_dict`` when built without
+    arguments: what its ``__post_init__`` supplies before the conversion fills in ``rope_theta``."""
+    seen: list[tuple[Any, Any]] = []
+    convert = cls.convert_rope_params_to_dict
+
+    def record(self: Any, **kwargs: Any) -> Any:
+        partial = kwargs.get("partial_rotary_factor", getattr(self, "partial_rotary_factor", None))
+        seen.append((copy.deepcopy(self.rope_parameters) or {}, partial))
+        return convert(self, **kwargs)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(cls, "convert_rope_params_to_dict", record)
+        cls()
+    return seen[0] if seen else ({}, None)
+
+
+KEYWORD_DEFAULTS = {
+    "sliding_window_pattern", "full_attention_interval", "global_attn_every_n_layers", "no_rope_layer_interval",
+    "first_k_dense_replace", "global_head_dim",
+}  # fmt: skip
+"""Defaults a class's ``__post_init__`` takes from its keyword arguments (``kwargs.get(key, default)``), not from a
+field: checked in its source text, and by :func:`test_a_config_json_without_a_key_reads_as_its_class_fills_it_in`."""
+
+COMPUTED_IN_ROPE = {
+    "Mistral4Config": {"max_position_embeddings", "partial_rotary_factor"},
+    "Ministral3Config": {"max_position_embeddings"},
+}
+"""Keys of a class's default rope dict that its ``__post_init__`` computes from other keys: ``max_position_embeddings``
+(which posenc's rope dict leaves out, as it leaves out the top-level one in a dict) and Mistral 4's
+``partial_rotary_factor``, ``qk_rope_head_dim / head_dim``, which posenc computes the same way."""
+
+
+def keyword_default(cls: type, key: str) -> float:
+    """The default of ``key`` in ``kwargs.get(key, default)`` or ``kwargs.pop(key, default)`` in the class's source."""
+    pattern = rf"kwargs\.(?:get|pop)\(\s*\"{key}\",\s*([0-9_.]+)\s*\)"
+    found = {float(match) for match in re.findall(pattern, inspect.getsource(cls))}
+    assert len(found) == 1, f"{cls.__name__}: kwargs defaults of {key} in its source: {found}"
+    return found.pop()
+
+
+def check_table_defaults(config: Any, monkeypatch: pytest.MonkeyPatch) -> int:
+    """Every value of the family's :attr:`posenc._families.Family.defaults` is ``config``'s class's own: a field's
+    default, its ``default_theta`` (or ``rope_theta`` field), the rope dict and ``partial_rotary_factor`` its
+    ``__post_init__`` hands the conversion, a keyword default in its source; each per-layer-type base is the base
+    the class builds without arguments. Returns the number of values checked."""
+    cls, family = type(config), FAMILIES[model_type_of(config)]
+    fields = {field.name: field for field in dataclasses.fields(cls)}
+    mapped = {target: name for name, target in (cls.attribute_map or {}).items() if name in fields}
+    rope, partial = captured_defaults(cls, monkeypatch)
+    for key, value in family.defaults.values.items():
+        if key == "rope_theta":
+            theirs = fields["rope_theta"].default if "rope_theta" in fields else cls.default_theta
+        elif key == "rope_parameters":
+            theirs = {k: v for k, v in rope.items() if k not in COMPUTED_IN_ROPE.get(cls.__name__, ())}
+        elif key == "partial_rotary_factor":
+            legacy = [name for name, canonical in family.aliases if canonical == key]  # GPT-NeoX's rotary_pct
+            theirs = partial if partial is not None else keyword_default(cls, legacy[0])
+        elif key in fields or key in mapped:
+            field = fields[key] if key in fields else fields[mapped[key]]
+            theirs = field.default if field.default is not dataclasses.MISSING else field.default_factory()
+        else:
+            assert key in KEYWORD_DEFAULTS, f"{cls.__name__}: {key} is neither a field nor a keyword default"
+            theirs = keyword_default(cls, key)
+        assert value == theirs, f"{cls.__name__}: {key} = {theirs!r}, table {value!r}"
+    for base in family.layer_bases:
+        built = cls().rope_parameters[base.layer_type]
+        assert built["rope_theta"] == base.default, f"{cls.__name__}: {base}"
+        if base.partial is not None:
+            assert built["partial_rotary_factor"] == base.partial, f"{cls.__name__}: {base}"
+    return len(family.defaults.values) + len(family.layer_bases)
+
+
+def test_the_tables_defaults_are_the_configuration_classes(zoo, monkeypatch):
+    """For every census class: the table's defaults are its own (:func:`check_table_defaults`), under its name; the
+    legacy layer-type names are transformers'."""
+    from transformers.configuration_utils import _LEGACY_LAYER_TYPE_REMAP
+
+    classes: dict[str, set[str]] = {}
+    for _, config in zoo:
+        classes.setdefault(model_type_of(config), set()).add(type(config).__name__)
+    checked = 0
+    for _, config in zoo:
+        if model_type_of(config) in FAMILIES:
+            assert FAMILIES[model_type_of(config)].defaults.config_class in classes[model_type_of(config)]
+            checked += check_table_defaults(config, monkeypatch)
+    assert checked >= 1310  # values checked
+    assert LEGACY_LAYER_TYPES == _LEGACY_LAYER_TYPE_REMAP
+
+
+def test_the_defaults_checks_see_a_wrong_default(zoo, monkeypatch):
+    """Six planted errors in the table, each caught by the removal check: Llama's base, Gemma 3's sliding-window
+    pattern, its local base, GLM's partial factor (wrong values: the table check sees them too), Gemma 3's head size
+    left out (posenc would derive 2304 / 8 = 288) and GPT-OSS's alternation of layer types (a rule, not a value)."""
+    by_name = {type(config).__name__: config for _, config in zoo}
+    bugs = [
+        ("LlamaConfig", "values", dict(rope_theta=500000.0), True),
+        ("Gemma3TextConfig", "values", dict(sliding_window_pattern=5), True),
+        ("Gemma3TextConfig", "layer_bases", (_GEMMA3[0], dataclasses.replace(_GEMMA3[1], default=1e5)), True),
+        ("GlmConfig", "values", dict(partial_rotary_factor=0.25), True),
+        ("Gemma3TextConfig", "values", dict(head_dim=None), False),
+        ("GptOssConfig", "layer_pattern", dataclasses.replace(FAMILIES["gpt_oss"].layer_pattern, period=3), False),
+    ]
+    for name, what, change, is_value in bugs:
+        config = by_name[name]
+        model_type = model_type_of(config)
+        check_defaults(config)  # right as it stands
+        check_table_defaults(config, monkeypatch)
+        family = FAMILIES[model_type]
+        if what == "values":
+            values = {key: value for key, value in {**family.defaults.values, **change}.items() if value is not None}
+            wrong = dataclasses.replace(family, defaults=dataclasses.replace(family.defaults, values=values))
+        else:
+            wrong = dataclasses.replace(family, **{what: change})
+        with monkeypatch.context() as patch:
+            patch.setitem(FAMILIES, model_type, wrong)
+            with pytest.raises(AssertionError):
+                check_defaults(config)
+            if is_value:
+                with pytest.raises(AssertionError):
+                    check_table_defaults(config, monkeypatch)

@@ -823,5 +823,6 @@ def test_config_check_refuses_what_it_cannot_check():
     }  # fmt: skip
     with pytest.raises(ValueError, match="assert_mrope_axes_match"):
         assert_rotary_matches_config(_by_plan(mrope), mrope)
-    with pytest.raises(ValueError, match="rope_theta"):
-        assert_rotary_matches_config(print, {"model_type": "llama", "num_hidden_layers": 1, "rope_scaling": {}})
+    without_base = {"model_type": "laguna", "num_hidden_layers": 1, "rope_parameters": {"rope_type": "default"}}
+    with pytest.raises(ValueError, match="rope_theta"):  # LagunaConfig fills in no base (LlamaConfig's is 10000)
+        assert_rotary_matches_config(print, without_base)

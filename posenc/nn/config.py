@@ -97,8 +97,9 @@ def query_scale(positions: torch.Tensor, scaling: QueryScaling, *, dtype: torch.
     Parameters
     ----------
     positions : tensor of int or float
-        Positions :math:`p \ge 0`, any shape (``position_ids``, ``(batch, seq)``); their values are not checked (a
-        forward path reads nothing on the host).
+        Positions :math:`p \ge 0`, any shape (``position_ids``, ``(batch, seq)``; for Llama 4's
+        ``"llama4_temperature"`` the cache positions ``arange(seq) + past_seen_tokens``, see
+        :func:`posenc.query_scale`); their values are not checked (a forward path reads nothing on the host).
     scaling : QueryScaling
         The multiplier (``LayerRotary.query_scaling``).
     dtype : torch.dtype, default torch.float32
@@ -114,6 +115,8 @@ def query_scale(positions: torch.Tensor, scaling: QueryScaling, *, dtype: torch.
     ------
     TypeError
         If ``positions`` is not a tensor or ``scaling`` not a :class:`posenc.QueryScaling`.
+    ValueError
+        If ``scaling.kind`` is ``"learned_log"`` (Mistral Large 4's multipliers are weights, not config).
 
     Examples
     --------
@@ -128,11 +131,12 @@ def query_scale(positions: torch.Tensor, scaling: QueryScaling, *, dtype: torch.
         raise TypeError(f"scaling must be a posenc.QueryScaling, got {type(scaling).__name__}")
     if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
         raise TypeError(f"dtype must be a floating torch.dtype, got {dtype!r}")
+    scale, length = scaling.formula_values()
     p = positions.to(torch.float64)
     if scaling.kind == "llama4_temperature":
-        factors = 1.0 + scaling.scale * torch.log1p(torch.floor((p + 1.0) / scaling.length))
+        factors = 1.0 + scale * torch.log1p(torch.floor((p + 1.0) / length))
     elif scaling.kind == "llama4_beta":
-        factors = 1.0 + scaling.scale * torch.log1p(torch.floor(p / scaling.length))
+        factors = 1.0 + scale * torch.log1p(torch.floor(p / length))
     else:  # scalable_softmax
-        factors = torch.exp(scaling.scale * torch.log1p((p + 1.0) / scaling.length))
+        factors = torch.exp(scale * torch.log1p((p + 1.0) / length))
     return factors.to(dtype)
