@@ -239,7 +239,8 @@ def _chapter_5():
 
 
 def _chapter_9():
-    """Chapter 9's hidden asserts on trained models (claim-32, shuffle, claim-256, window, partial, copy, pi-run)."""
+    """Chapter 9's hidden asserts on trained models (claim-32, shuffle, shuffle-gain, claim-256, position, window,
+    window-most, partial, hybrid-gap, copy, pi-run)."""
 
     def numbers(after):
         ns = after["pi-run-check"]
@@ -302,6 +303,34 @@ def _chapter_9():
         for n in (12, 16):
             out[f"copy: none - rotary at {n}"] = acc["none"][n] - acc["rotary"][n]
             out[f"copy: alibi - none at {n}"] = acc["alibi"][n] - acc["none"][n]
+        sg = after["shuffle-gain-check"]
+        learned_none = [(s, seed) for s in ("learned", "none") for seed in sg["SEEDS"]]
+        out["shuffle-gain: gain"] = [sg["gain"][k] for k in learned_none]
+        out["shuffle-gain: share kept"] = [sg["kept"][k] for k in learned_none]
+        out["shuffle-gain: alone - lowest"] = sg["alone"] - sg["lowest"]
+        ps = after["position-check"]
+        one_draw, two_draws, per_seed, band = ps["one_draw"], ps["rise"], ps["per_seed"], ps["band"]
+        out["position: one-draw alibi"] = one_draw["alibi"]
+        out["position: rise alibi"] = two_draws["alibi"]
+        out["position: one-draw none"] = one_draw["none"]
+        out["position: rise none"] = two_draws["none"]
+        out["position: one-draw sinusoidal, rotary, t5"] = np.concatenate(
+            [one_draw[s] for s in ("sinusoidal", "rotary", "t5")]
+        )
+        out["position: |two draws - one draw|"] = np.concatenate([np.abs(two_draws[s] - one_draw[s]) for s in one_draw])
+        out["position: learned, none 16-31 - 1-7"] = np.concatenate(
+            [per_seed(s, lambda p: band(p, 16, 31) - band(p, 1, 7)) for s in ("learned", "none")]
+        )
+        out["position: none 32-63 - 16-31"] = per_seed("none", lambda p: band(p, 32, 63) - band(p, 16, 31))
+        out["position: rotary 32-63 - 16-31"] = per_seed("rotary", lambda p: band(p, 32, 63) - band(p, 16, 31))
+        far = {s: per_seed(s, lambda p: band(p, 128, 255)).mean() for s in one_draw}
+        order = ["alibi", "t5", "none", "sinusoidal", "rotary"]
+        for lower, higher in zip(order, order[1:]):
+            out[f"position: far {higher} - {lower}"] = far[higher] - far[lower]
+        wm = after["window-most-check"]
+        out["window-most: t5 removed - half the rise"] = wm["removed"]["t5"] - 0.5 * wm["rise"]["t5"]
+        hg = after["hybrid-gap-check"]
+        out["hybrid-gap: hybrid - rotary at 32"] = hg["hybrid"][:, 0] - hg["rotary"][:, 0]
         return out
 
     bounds = [
@@ -358,6 +387,24 @@ def _chapter_9():
         Bound("pi-run: finetuned interpolated - trained", above=0.1),
         Bound("pi-run: finetuned extrapolated short - trained", above=0.05),
         Bound("pi-run: finetuned interpolated short - trained", above=0.05),
+        Bound("shuffle-gain: gain", above=0.1, below=0.15),
+        Bound("shuffle-gain: share kept", above=0.4, below=0.7),
+        Bound("shuffle-gain: alone - lowest", above=0.05, below=0.1),
+        Bound("position: one-draw alibi", below=0.05),
+        Bound("position: rise alibi", above=0.05, below=0.15),
+        Bound("position: one-draw none", above=0.15, below=0.25),
+        Bound("position: rise none", above=0.25, below=0.35),
+        Bound("position: one-draw sinusoidal, rotary, t5", above=0.3),
+        Bound("position: |two draws - one draw|", below=0.15),
+        Bound("position: learned, none 16-31 - 1-7", above=0.1),
+        Bound("position: none 32-63 - 16-31", below=0.3),
+        Bound("position: rotary 32-63 - 16-31", above=0.5),
+        *[
+            Bound(f"position: far {higher} - {lower}", above=0.0)
+            for lower, higher in zip(["alibi", "t5", "none", "sinusoidal"], ["t5", "none", "sinusoidal", "rotary"])
+        ],
+        Bound("window-most: t5 removed - half the rise", above=0.0),
+        Bound("hybrid-gap: hybrid - rotary at 32", above=0.05),
     ]
     return "09", numbers, bounds
 
