@@ -239,10 +239,7 @@ def _chapter_5():
 
 
 def _chapter_9():
-    """Chapter 9's hidden asserts on trained models.
-
-    claim-32, shuffle, claim-256, position (positions 16-31 against 1-7), window, partial, copy, pi-run.
-    """
+    """Chapter 9's hidden asserts on trained models (claim-32, shuffle, claim-256, window, partial, copy, pi-run)."""
 
     def numbers(after):
         ns = after["pi-run-check"]
@@ -296,13 +293,6 @@ def _chapter_9():
             "pi-run: finetuned extrapolated short - trained": pi.finetuned_extrapolated_short - pi.trained,
             "pi-run: finetuned interpolated short - trained": pi.finetuned_interpolated_short - pi.trained,
         }
-        early = {s: ns["per_seed"](s, lambda p: ns["band"](p, 16, 31) - ns["band"](p, 1, 7)) for s in ns["SCHEMES"]}
-        out["position: learned, none 16-31 - 1-7"] = np.concatenate([early["learned"], early["none"]])
-        out["position: the other four 16-31 - 1-7"] = np.concatenate(
-            [early[s] for s in ("sinusoidal", "alibi", "t5", "rotary")]
-        )
-        out["position: sinusoidal, alibi 16-31 - 1-7"] = np.concatenate([early["sinusoidal"], early["alibi"]])
-        out["position: |rotary 16-31 - 1-7|"] = np.abs(early["rotary"])
         for name in ("rotary 2 of 8", "rotary 4 of 8"):
             p = grid[name]
             out[f"partial: {name} - rotary at 32"] = p[:, 0] - rotary[:, 0]
@@ -334,10 +324,6 @@ def _chapter_9():
         Bound("claim-256: mean none - t5", above=0.0),
         Bound("claim-256: mean sinusoidal - none", above=0.0),
         Bound("claim-256: mean rotary - sinusoidal", above=0.0),
-        Bound("position: learned, none 16-31 - 1-7", above=0.25, below=0.35),
-        Bound("position: the other four 16-31 - 1-7", below=0.15),
-        Bound("position: sinusoidal, alibi 16-31 - 1-7", above=0.05),
-        Bound("position: |rotary 16-31 - 1-7|", below=0.05),
         Bound("window: rotary windowed - at 32", below=0.2),
         Bound("window: rotary removed", above=0.5),
         Bound("window: t5 removed - 0.3 rise", above=0.0),
