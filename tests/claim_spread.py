@@ -318,9 +318,13 @@ def _chapter_9():
             [one_draw[s] for s in ("sinusoidal", "rotary", "t5")]
         )
         out["position: |two draws - one draw|"] = np.concatenate([np.abs(two_draws[s] - one_draw[s]) for s in one_draw])
-        out["position: learned, none 16-31 - 1-7"] = np.concatenate(
-            [per_seed(s, lambda p: band(p, 16, 31) - band(p, 1, 7)) for s in ("learned", "none")]
+        early = ps["early"]
+        out["position: learned, none 16-31 - 1-7"] = np.concatenate([early[s] for s in ("learned", "none")])
+        out["position: the other four 16-31 - 1-7"] = np.concatenate(
+            [early[s] for s in ("sinusoidal", "alibi", "t5", "rotary")]
         )
+        out["position: sinusoidal, alibi 16-31 - 1-7"] = np.concatenate([early[s] for s in ("sinusoidal", "alibi")])
+        out["position: |rotary 16-31 - 1-7|"] = np.abs(early["rotary"])
         out["position: none 32-63 - 16-31"] = per_seed("none", lambda p: band(p, 32, 63) - band(p, 16, 31))
         out["position: rotary 32-63 - 16-31"] = per_seed("rotary", lambda p: band(p, 32, 63) - band(p, 16, 31))
         far = {s: per_seed(s, lambda p: band(p, 128, 255)).mean() for s in one_draw}
@@ -396,7 +400,10 @@ def _chapter_9():
         Bound("position: rise none", above=0.25, below=0.35),
         Bound("position: one-draw sinusoidal, rotary, t5", above=0.3),
         Bound("position: |two draws - one draw|", below=0.15),
-        Bound("position: learned, none 16-31 - 1-7", above=0.1),
+        Bound("position: learned, none 16-31 - 1-7", above=0.25, below=0.35),
+        Bound("position: the other four 16-31 - 1-7", below=0.15),
+        Bound("position: sinusoidal, alibi 16-31 - 1-7", above=0.05),
+        Bound("position: |rotary 16-31 - 1-7|", below=0.05),
         Bound("position: none 32-63 - 16-31", below=0.3),
         Bound("position: rotary 32-63 - 16-31", above=0.5),
         *[
