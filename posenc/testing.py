@@ -1980,7 +1980,9 @@ def assert_rotary_matches_config(
     angle, as :func:`assert_rotary_angles_accurate` allows, so that a float32 implementation passes; any other
     entry by :math:`2^{-20} s`. The config is read once, by :meth:`posenc.RotaryPlan.from_config`, which
     tests/test_model_zoo.py checks against transformers' own rotary classes for every family of transformers
-    5.23 that posenc reads (the three families posenc refuses are listed there, left out).
+    5.23 whose model rotates with its config, except the three posenc cannot serve (listed there from
+    ``posenc_book.zoo.LEFT_OUT``); five classes whose defaults posenc refuses run there with a published value
+    in their place (``posenc_book.zoo.OVERRIDES``).
 
     What is checked is the rotation of one head, feature by feature, and the attention factor that multiplies
     its rotated features. What the attention does outside the rotation is not checked: the softmax scale

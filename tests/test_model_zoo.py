@@ -25,9 +25,10 @@ rounded once. Pair ``i`` of a row at angle ``phi_i`` therefore differs by at mos
 2**-24`` radians, and its features, of size at most 1 here, by that plus a few float32 roundings of the cosine, the
 sine and ``x * cos + rotate_half(x) * sin``; both sides multiply by the attention factor. The test allows twice
 ``|phi_i| * (ln(base) + 12) * 2**-24 + 8 * 2**-24`` times ``max(1, attention factor)``, plus ``4 * 2**-24``. At
-4L the high-frequency pairs of a long-context model turn by up to 10**7 radians, where float32 keeps no digit of
-the angle: the bound grows with the angle, so there the comparison only says that both computed *some* angle, while
-the low-frequency pairs (those the scalings change) stay within a few ulps. A wrong layout, base, scaling or width
+4L the high-frequency pairs turn by up to about 4e6 radians (L = 1048576, the census's longest), where float32 keeps
+no digit of the angle: the bound grows with the angle, so there the comparison only says that both computed *some*
+angle, while the low-frequency pairs (those the scalings change) stay within the bound: about 2 * (ln(base) + 12)
+float32 roundings of their angle, a few tens. A wrong layout, base, scaling or width
 moves some feature by O(1) (:func:`test_the_census_sees_a_wrong_family_entry` shows four).
 """
 

@@ -6,7 +6,8 @@ modules and keeps those that carry rotary parameters; :func:`census` reads each 
 list is what tests/test_model_zoo.py checks, family by family, against transformers' own rotary classes.
 
 :data:`PUBLISHED_CONFIGS` holds six published ``config.json`` files' rotary keys, each checked against the source it
-names; :func:`tiny_model` builds a transformers model from such a dict scaled down, and :func:`posenc_rotation` makes
+names (Gemma 3's six ``text_config`` values excepted: no copy of that file could be cited, see its source);
+:func:`tiny_model` builds a transformers model from such a dict scaled down, and :func:`posenc_rotation` makes
 its attention rotate with posenc's modules, so that a config can be followed to logits (tests/test_zoo_logits.py).
 """
 
@@ -342,7 +343,8 @@ PUBLISHED_CONFIGS = {
         ),
     )
 }
-"""Six published configs (model id: :class:`PublishedConfig`), each value checked against the source it names.
+"""Six published configs (model id: :class:`PublishedConfig`), each value checked against the source it names, but
+for the six values of Gemma 3's ``text_config``: no copy of its file could be cited, and its source says so.
 
 Only Gemma 3's file leaves keys to its class (its ``text_config`` is sparse): posenc refuses that dict as it stands,
 naming the first missing key, and reads it with the class's defaults added (tests/test_config.py shows both).
