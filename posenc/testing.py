@@ -2009,10 +2009,10 @@ def assert_rotary_matches_config(
     """
     _check_implementation(rotate_fn, "rotate_fn")
     plan = posenc.RotaryPlan.from_config(config, model_type=model_type)
-    several = [kind.layer_type for kind in plan.kinds if kind.rotates and kind.n_axes > 1]
+    several = [kind for kind in plan.kinds if kind.rotates and kind.n_axes > 1]
     if several:
         raise ValueError(
-            f"config's {several[0]!r} layers rotate on several axes {plan.kinds[0].axes}: check them with "
+            f"config's {several[0].layer_type!r} layers rotate on several axes {several[0].axes}: check them with "
             "posenc.testing.assert_mrope_axes_match"
         )
     if positions is None:
