@@ -90,7 +90,13 @@ def test_base_bound_with_another_head_size():
 
 @pytest.mark.parametrize(
     ("length", "smallest", "last_failing"),
-    [(4096, 28_840, 54_954), (8192, 91_201, 177_828), (16384, 234_423, 1_318_257)],
+    [
+        (4096, 28_840, 54_954),
+        (8192, 91_201, 177_828),
+        (16384, 234_423, 1_318_257),
+        (32768, 630_957, 1_862_087),
+        (131_072, 8_912_509, 31_622_777),
+    ],
 )
 def test_no_grid_base_above_the_chapters_band_fails(length, smallest, last_failing):
     bound = base_bound(length)
