@@ -90,7 +90,13 @@ def test_base_bound_with_another_head_size():
 
 @pytest.mark.parametrize(
     ("length", "smallest", "last_failing"),
-    [(4096, 28_840, 54_954), (8192, 91_201, 177_828), (16384, 234_423, 1_318_257)],
+    [
+        (4096, 28_840, 54_954),
+        (8192, 91_201, 177_828),
+        (16384, 234_423, 1_318_257),
+        (32768, 630_957, 1_862_087),
+        (131_072, 8_912_509, 31_622_777),
+    ],
 )
 def test_no_grid_base_above_the_chapters_band_fails(length, smallest, last_failing):
     bound = base_bound(length)
@@ -100,3 +106,13 @@ def test_no_grid_base_above_the_chapters_band_fails(length, smallest, last_faili
     for j in range(end + 1, safe + 1):
         assert condition_holds(GRID[j], length), f"the grid base {GRID[j]:.6g} above the band fails at {length}"
     assert lower_bound(GRID[-1], length) > 0  # and the bound only grows from there
+
+
+def test_gemma3_leaves_its_context_to_a_class_default_of_131072():
+    # chapter 12 reads Gemma 3's context from Gemma3TextConfig's default: its published text_config has none
+    from transformers import Gemma3TextConfig
+
+    from posenc_book.zoo import PUBLISHED_CONFIGS
+
+    assert "max_position_embeddings" not in PUBLISHED_CONFIGS["google/gemma-3-4b-it"].values
+    assert Gemma3TextConfig().max_position_embeddings == 131_072
