@@ -90,6 +90,12 @@ _ATTENTION_CHUNK = 2**22
 _MAX_EVAL_SEQUENCES = 4096
 """Most sequences one evaluation length draws (:func:`_eval_sequences`)."""
 
+_BATCH_SYMBOLS = 2**12
+"""Symbols (sequences x length) one batch of :func:`shuffled_context_loss` reads. Its 2048 sequences in one
+batch made activations of tens of megabytes, which leave the cache; batches of 128 sequences of 32 symbols ran
+the chapter's shuffles in half the time, with bit-identical logits (each sequence's logits do not depend on the
+others in its batch)."""
+
 _GRAD_CLIP = 1.0
 
 
@@ -1086,9 +1092,15 @@ def shuffled_context_loss(
         targets = torch.from_numpy(sequences[:, length])
         model.eval()
         losses = []
+        chunk = max(1, _BATCH_SYMBOLS // length)
         with torch.no_grad():
             for tokens in (sequences, shuffled):
-                logits = model._logits(torch.from_numpy(tokens[:, :length]))[:, -1]
+                logits = torch.cat(
+                    [
+                        model._logits(torch.from_numpy(tokens[start : start + chunk, :length]))[:, -1]
+                        for start in range(0, n_sequences, chunk)
+                    ]
+                )
                 losses.append(float(nn.functional.cross_entropy(logits, targets)))
     current_next = _current_next(chain.pair_distribution, chain.transitions)
     current_symbol_only = -np.log(current_next / current_next.sum(axis=1, keepdims=True))
