@@ -1464,7 +1464,9 @@ def train_in_processes(
     them): the workers only let a machine with several processors train several models at once. They are
     started with ``spawn`` (a fork of a process whose torch has started threads can hang), once per process
     (each pays the import of torch, a second or two of processor time), and kept for later calls. Inside
-    :func:`posenc_book.robustness.perturbed` the workers apply the same perturbation.
+    :func:`posenc_book.robustness.perturbed` the workers apply the same perturbation. ``spawn`` re-imports
+    the main module in each worker: a script that calls this function does so under
+    ``if __name__ == "__main__":`` (a notebook's kernel needs nothing).
 
     Examples
     --------
