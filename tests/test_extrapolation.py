@@ -38,9 +38,10 @@ from posenc_book.extrapolation import (
     shuffled_context_loss,
     symbol_losses,
     train_and_evaluate,
+    train_in_processes,
     train_steps,
 )
-from posenc_book.robustness import Bound, active_perturbation, assert_claim, perturbed
+from posenc_book.robustness import Bound, Perturbation, active_perturbation, assert_claim, perturbed
 
 TINY = dict(train_len=8, eval_lens=(8, 16), steps=3, batch_size=4, d_model=8, n_heads=2, n_layers=1, eval_tokens=64)
 
@@ -489,6 +490,27 @@ def test_interpolation_starts_from_the_model_train_and_evaluate_trains():
     plain = train_and_evaluate("rotary", seed=3, **{**TINY, "eval_lens": (8, 16)})
     assert pi.trained == plain.losses[8] and pi.extrapolated == plain.losses[16]
     assert pi.eval_len == 16 and pi.interpolated != pi.extrapolated
+
+
+def test_models_trained_in_worker_processes_are_bit_for_bit_those_trained_here():
+    jobs = {(scheme, seed): dict(scheme=scheme, seed=seed, **TINY) for scheme in ("t5", "rotary") for seed in (0, 1)}
+    copy_jobs = {"copy": dict(scheme="alibi", seed=1, max_train_len=3, eval_lens=(3, 6), steps=3, d_model=8)}
+    for function, work in ((train_and_evaluate, jobs), (copy_task, copy_jobs)):
+        here = train_in_processes(function, work, processes=1)
+        there = train_in_processes(function, work, processes=2)
+        assert list(there) == list(work)
+        for key in work:
+            assert here[key][:-1] == there[key][:-1], key  # every field but the model
+            a, b = here[key].model.state_dict(), there[key].model.state_dict()
+            assert all(torch.equal(a[k], b[k]) for k in a), key
+    # the workers apply the caller's perturbation (a large one, so that every loss moves)
+    with perturbed(Perturbation(1, scale=1e-2)):
+        moved = train_in_processes(train_and_evaluate, jobs, processes=2)
+        assert all(moved[key].losses == train_and_evaluate(**jobs[key]).losses for key in jobs)
+    plain = train_in_processes(train_and_evaluate, jobs, processes=1)
+    assert all(moved[key].losses != plain[key].losses for key in jobs)
+    with pytest.raises(ValueError, match="processes"):
+        train_in_processes(train_and_evaluate, jobs, processes=0)
 
 
 # --- The chapter's claims, on seeds and chains the chapter does not use ------------------------------------

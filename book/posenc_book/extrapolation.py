@@ -32,8 +32,12 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable
-from typing import NamedTuple
+import multiprocessing
+import os
+import signal
+from collections.abc import Callable, Hashable, Mapping
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -47,7 +51,7 @@ from posenc.nn import (
     T5RelativeBias,
 )
 from posenc_book.adam import Adam
-from posenc_book.robustness import perturb_initial_weights
+from posenc_book.robustness import Perturbation, active_perturbation, perturb_initial_weights, perturbed
 
 __all__ = [
     "SCHEMES",
@@ -69,6 +73,7 @@ __all__ = [
     "CopyResult",
     "copy_task",
     "train_steps",
+    "train_in_processes",
 ]
 
 SCHEMES = ("sinusoidal", "learned", "rotary", "t5", "alibi", "none")
@@ -89,6 +94,12 @@ _ATTENTION_CHUNK = 2**22
 
 _MAX_EVAL_SEQUENCES = 4096
 """Most sequences one evaluation length draws (:func:`_eval_sequences`)."""
+
+_BATCH_SYMBOLS = 2**12
+"""Symbols (sequences x length) one batch of :func:`shuffled_context_loss` reads. Its 2048 sequences in one
+batch made activations of tens of megabytes, which leave the cache; batches of 128 sequences of 32 symbols ran
+the chapter's shuffles in half the time, with bit-identical logits (each sequence's logits do not depend on the
+others in its batch)."""
 
 _GRAD_CLIP = 1.0
 
@@ -1086,9 +1097,15 @@ def shuffled_context_loss(
         targets = torch.from_numpy(sequences[:, length])
         model.eval()
         losses = []
+        chunk = max(1, _BATCH_SYMBOLS // length)
         with torch.no_grad():
             for tokens in (sequences, shuffled):
-                logits = model._logits(torch.from_numpy(tokens[:, :length]))[:, -1]
+                logits = torch.cat(
+                    [
+                        model._logits(torch.from_numpy(tokens[start : start + chunk, :length]))[:, -1]
+                        for start in range(0, n_sequences, chunk)
+                    ]
+                )
                 losses.append(float(nn.functional.cross_entropy(logits, targets)))
     current_next = _current_next(chain.pair_distribution, chain.transitions)
     current_symbol_only = -np.log(current_next / current_next.sum(axis=1, keepdims=True))
@@ -1408,3 +1425,85 @@ def copy_task(
                 logits, targets = _copy_logits_and_targets(model, sequences)
                 accuracy[length] = float((logits.argmax(dim=-1) == targets).double().mean())
     return CopyResult(scheme, seed, n_symbols, max_train_len, accuracy, tuple(not_evaluated), train_loss, model)
+
+
+# --- Several models at once ------------------------------------------------------------------------------------
+
+
+def _run_perturbed(function: Callable[..., Any], perturbation: Perturbation | None, kwargs: Mapping[str, Any]) -> Any:
+    """``function(**kwargs)`` under the caller's perturbation: the worker half of :func:`train_in_processes`."""
+    with perturbed(perturbation):
+        return function(**kwargs)
+
+
+def train_in_processes(
+    function: Callable[..., Any], jobs: Mapping[Hashable, Mapping[str, Any]], *, processes: int | None = None
+) -> dict:
+    """Run one of this module's training functions for several models at once, in worker processes.
+
+    Parameters
+    ----------
+    function : callable
+        :func:`train_and_evaluate`, :func:`copy_task` or another function of a module (workers import it by
+        name), returning something that pickles.
+    jobs : mapping of hashable to mapping of str to object
+        ``key -> keyword arguments`` of one call of ``function``.
+    processes : int or None, default None
+        Worker processes. None: one per processor this process may run on, at most one per job. With 1 the
+        calls run here, one after the other.
+
+    Returns
+    -------
+    results : dict
+        ``key -> function(**jobs[key])``, in the order of ``jobs``.
+
+    Notes
+    -----
+    Each training function runs torch on one thread and seeds everything from its arguments, so a call gives
+    the same numbers, bit for bit, in a worker as in this process (``tests/test_extrapolation.py`` compares
+    them): the workers only let a machine with several processors train several models at once. They are
+    started with ``spawn`` (a fork of a process whose torch has started threads can hang), once per process
+    (each pays the import of torch, a second or two of processor time), and kept for later calls. Inside
+    :func:`posenc_book.robustness.perturbed` the workers apply the same perturbation. ``spawn`` re-imports
+    the main module in each worker: a script that calls this function does so under
+    ``if __name__ == "__main__":`` (a notebook's kernel needs nothing).
+
+    Examples
+    --------
+    >>> jobs = {s: dict(scheme=s, seed=0, train_len=8, eval_lens=(8,), steps=2, d_model=8) for s in ("none", "alibi")}
+    >>> results = train_in_processes(train_and_evaluate, jobs, processes=1)
+    >>> list(results), results["alibi"].losses[8] == train_and_evaluate(**jobs["alibi"]).losses[8]
+    (['none', 'alibi'], True)
+    """
+    if processes is None:
+        available = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        processes = max(1, min(len(jobs), available))
+    if not isinstance(processes, int) or isinstance(processes, bool) or processes < 1:
+        raise ValueError(f"processes must be None or an int >= 1, got {processes!r}")
+    perturbation = active_perturbation()
+    if processes == 1 or len(jobs) <= 1:
+        return {key: _run_perturbed(function, perturbation, kwargs) for key, kwargs in jobs.items()}
+    pool = _worker_pool(processes)
+    futures = {key: pool.submit(_run_perturbed, function, perturbation, kwargs) for key, kwargs in jobs.items()}
+    try:
+        return {key: future.result() for key, future in futures.items()}
+    finally:  # after an interrupt or an error, the jobs not started are dropped (a finished one ignores this)
+        for future in futures.values():
+            future.cancel()
+
+
+@functools.cache
+def _worker_pool(processes: int) -> ProcessPoolExecutor:
+    """The workers of :func:`train_in_processes`, started once per process and count and kept.
+
+    A chapter calls :func:`train_in_processes` three times; starting the workers each time made each call pay
+    the workers' import of torch again. Python's exit handler of :mod:`concurrent.futures` stops them.
+    """
+    return ProcessPoolExecutor(
+        processes, mp_context=multiprocessing.get_context("spawn"), initializer=_ignore_interrupts
+    )
+
+
+def _ignore_interrupts() -> None:
+    """In a worker: leave SIGINT to the parent (a Jupyter kernel's shutdown sends it to the whole group)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
