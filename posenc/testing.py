@@ -1986,10 +1986,10 @@ def assert_rotary_matches_config(
 
     What is checked is the rotation of one head, feature by feature, and the attention factor that multiplies
     its rotated features. What the attention does outside the rotation is not checked: the softmax scale
-    (:attr:`posenc.LayerRotary.softmax_scale`, such as latent attention's YaRN factor from ``mscale_all_dim``)
-    and the position-dependent query multipliers (:attr:`posenc.LayerRotary.query_scaling`: Llama 4's
-    temperature tuning, ``llama_4_scaling_beta``). An engine that drops them passes; compare them with the plan
-    yourself.
+    (the ``softmax_scale`` of a :class:`posenc.LayerRotary`, such as latent attention's YaRN factor from
+    ``mscale_all_dim``) and the position-dependent query multipliers (its ``query_scaling``: Llama 4's
+    temperature tuning, ``llama_4_scaling_beta``, Mistral Large 4's learned multiplier). An engine that drops
+    them passes; compare them with the plan yourself.
 
     Examples
     --------
