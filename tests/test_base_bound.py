@@ -1,12 +1,13 @@
-"""posenc_book.base_bound: Men et al.'s sum, the condition, and chapter 12's smallest base and band.
+"""posenc_book.base_bound: Men et al.'s sum, the condition, chapter 12's first grid base and grid band, and
+the bound that proves the condition above a base.
 
 ``cosine_sum`` and ``condition_holds`` compute the sum blockwise as a matrix product; here they are compared
 with the sum of the cosines taken directly, and ``base_bound`` with the scan chapter 12 ran before it (every
-grid base from the start, the direct sum at every distance) on the chapter's lengths. The last test checks that
-the band really ends where the chapter says: above the last failing base it reports, no grid base fails, up to
-the base at which a lower bound on the sum is positive (from there on the condition holds at every base). The
-bound: a pair that turns by at most pi over the context contributes at least ``cos((L - 1) theta_i)``, every
-other pair at least -1; it only grows with the base, since every theta_i but the first shrinks.
+grid base from the start, the direct sum at every distance) on the chapter's lengths. ``sum_floor`` is checked
+to be a lower bound on the sum that never falls as the base grows, so ``sure_base`` is a threshold. A test checks
+that the grid band ends where the chapter says *on the grid*: above the last failing grid base it reports, no
+grid base fails, up to ``sure_base``. Bases between grid points above it do fail (chapter 12 shows some): the
+bases that satisfy the condition do not form an interval, and only ``sure_base`` bounds them.
 """
 
 import functools
@@ -15,7 +16,7 @@ import numpy as np
 import pytest
 
 import posenc
-from posenc_book.base_bound import GRID, base_bound, condition_holds, cosine_sum, sum_error
+from posenc_book.base_bound import GRID, base_bound, condition_holds, cosine_sum, sum_error, sum_floor, sure_base
 
 HEAD_DIM = 128
 
@@ -41,13 +42,6 @@ def direct_smallest(length):
     """Index into GRID of the first base that holds, scanned from the answer for half the length."""
     start = direct_smallest(length // 2) if length > 512 else 0
     return next(j for j in range(start, GRID.size) if direct_holds(GRID[j], length))
-
-
-def lower_bound(base, length):
-    """A lower bound on the sum at every m < length that grows with the base."""
-    angle = (length - 1) * posenc.rotary_frequencies(HEAD_DIM, base=base)
-    slow = angle <= np.pi
-    return np.cos(angle[slow]).sum() - np.count_nonzero(~slow)
 
 
 @pytest.mark.parametrize(
@@ -102,10 +96,27 @@ def test_no_grid_base_above_the_chapters_band_fails(length, smallest, last_faili
     bound = base_bound(length)
     assert round(bound.smallest) == smallest and round(bound.band_end) == last_failing
     end = int(np.argmin(np.abs(GRID - bound.band_end)))
-    safe = next(j for j in range(end, len(GRID)) if lower_bound(GRID[j], length) > 0)
+    safe = int(np.searchsorted(GRID, sure_base(length)))
     for j in range(end + 1, safe + 1):
         assert condition_holds(GRID[j], length), f"the grid base {GRID[j]:.6g} above the band fails at {length}"
-    assert lower_bound(GRID[-1], length) > 0  # and the bound only grows from there
+    assert sum_floor(GRID[safe], length) > 0  # and the bound only grows from there
+
+
+@pytest.mark.parametrize(("length", "head_dim"), [(1000, 128), (4096, 128), (4096, 64), (131_072, 128)])
+def test_sum_floor_bounds_the_sum_from_below_and_never_falls_as_the_base_grows(length, head_dim):
+    bases = 10 ** np.linspace(3, 11, 161)
+    floors = np.array([sum_floor(b, length, head_dim) for b in bases])
+    assert (np.diff(floors) >= 0).all()
+    for base, floor in zip(bases[::8], floors[::8]):
+        assert floor <= cosine_sum(base, length, head_dim).min() + sum_error(length, head_dim)
+
+
+@pytest.mark.parametrize(("length", "head_dim"), [(1024, 128), (8192, 128), (4096, 64), (2**20, 128)])
+def test_sure_base_is_where_the_floor_turns_positive(length, head_dim):
+    sure = sure_base(length, head_dim)
+    tolerance = sum_error(length, head_dim)
+    assert sum_floor(sure, length, head_dim) > tolerance >= sum_floor(sure * (1 - 1e-8), length, head_dim)
+    assert condition_holds(sure, length, head_dim)
 
 
 def test_gemma3_leaves_its_context_to_a_class_default_of_131072():

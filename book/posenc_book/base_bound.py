@@ -1,4 +1,4 @@
-r"""The smallest rotary base at which Men et al.'s condition holds for a context length (chapter 12).
+r"""Men et al.'s condition on the rotary base for a context length, searched on a grid of bases (chapter 12).
 
 Men et al. (2024) ask that, for a head of ``head_dim`` features with RoPE's frequencies
 :math:`\theta_i = \text{base}^{-2i/d}`, the sum
@@ -9,9 +9,15 @@ stay non-negative at every distance :math:`m` below the context length :math:`L`
 
 - :func:`cosine_sum`, :math:`B_{m,\theta}` at every distance below a length;
 - :func:`condition_holds`, whether :math:`B_{m,\theta} \ge 0` at all of them;
-- :func:`base_bound`, the smallest base of a geometric grid (100 per decade) at which the condition holds for a
-  length, and the band above it where the condition still fails at some grid bases (it is not monotone in the
-  base), as a :class:`BaseBound`.
+- :func:`base_bound`, the first base of a geometric grid (100 per decade) at which the condition holds for a
+  length, and the grid bases above it where the condition fails again, as a :class:`BaseBound`;
+- :func:`sum_floor` and :func:`sure_base`, a lower bound on the sum that only grows with the base, and the base
+  above which that bound proves the condition at every base.
+
+The condition is not monotone in the base: the bases that satisfy it do not form an interval. So the first grid
+base is a property of the grid, not of the condition. Bases between grid points may satisfy it lower down, and
+bases between grid points above the last failing grid base may fail. Only :func:`sure_base` is a threshold,
+and it is very conservative.
 
 The sum is computed from the identity
 :math:`\cos((a + k)\theta) = \cos(a\theta)\cos(k\theta) - \sin(a\theta)\sin(k\theta)`: the distances are cut
@@ -38,7 +44,7 @@ from numpy.typing import NDArray
 
 import posenc
 
-__all__ = ["GRID", "BaseBound", "cosine_sum", "sum_error", "condition_holds", "base_bound"]
+__all__ = ["GRID", "BaseBound", "cosine_sum", "sum_error", "condition_holds", "base_bound", "sum_floor", "sure_base"]
 
 GRID: NDArray[np.float64] = 10 ** (np.arange(200, 1300) / 100)
 """The bases :func:`base_bound` searches: :math:`10^{j/100}`, 100 per decade, from 100 to about :math:`10^{13}`."""
@@ -49,7 +55,7 @@ _ROUGH = 2.0**-10
 # 2**-24 and the sum of 128 products at most 128 roundings: (3 + 128) * 2**-24 * 64 < 2**-10. The other blocks
 # are summed again in float64.
 
-_BAND = 100  # grid bases above the smallest that base_bound scans: up to ten times it
+_BAND = 100  # grid bases above the first holding one that base_bound scans: up to ten times it
 
 
 def _check(length: int, head_dim: int) -> None:
@@ -220,7 +226,10 @@ def condition_holds(
 
 @dataclass(frozen=True)
 class BaseBound:
-    r"""The smallest grid base that satisfies Men et al.'s condition for a length, and the band above it.
+    r"""The first grid base that satisfies Men et al.'s condition for a length, and the grid's band above it.
+
+    Both are properties of :data:`GRID`: bases between its points may satisfy the condition below ``smallest``
+    and fail it above ``band_end``.
 
     Attributes
     ----------
@@ -235,6 +244,10 @@ class BaseBound:
     failing : tuple of float
         The grid bases above ``smallest``, up to ten times it (the next 100), at which the condition fails
         again, in increasing order; empty if none does.
+
+    Notes
+    -----
+    ``smallest`` keeps its name from the search: it is the smallest *grid* base that holds.
     """
 
     length: int
@@ -245,7 +258,7 @@ class BaseBound:
 
     @property
     def band_end(self) -> float:
-        """The last failing base of the scan (the band's end), or ``below`` if no base above fails."""
+        """The last failing grid base of the scan (the grid band's end), or ``below`` if no grid base above fails."""
         return self.failing[-1] if self.failing else self.below
 
     @property
@@ -277,13 +290,13 @@ def _base_bound(length: int, head_dim: int) -> BaseBound:
 
 
 def base_bound(length: int, head_dim: int = 128) -> BaseBound:
-    r"""The smallest base of :data:`GRID` at which Men et al.'s condition holds for ``length``, and its band.
+    r"""The first base of :data:`GRID` at which Men et al.'s condition holds for ``length``, and the grid's band.
 
     The condition, :math:`B_{m,\theta} = \sum_i \cos(m\theta_i) \ge 0` at every distance ``m < length``
-    (:func:`condition_holds`), holds for every shorter length where it holds for a longer one, so the smallest
-    base only grows with the length: the search scans :data:`GRID` upwards from the answer for half the
-    length (computed the same way, and cached). It is not monotone in the base: above the smallest base some
-    grid bases fail again, and the result lists those among the next 100 (up to ten times the smallest).
+    (:func:`condition_holds`), holds for every shorter length where it holds for a longer one, so the first
+    grid base only grows with the length: the search scans :data:`GRID` upwards from the answer for half the
+    length (computed the same way, and cached). It is not monotone in the base: above the first grid base some
+    grid bases fail again, and the result lists those among the next 100 (up to ten times the first).
 
     Parameters
     ----------
@@ -295,8 +308,8 @@ def base_bound(length: int, head_dim: int = 128) -> BaseBound:
     Returns
     -------
     BaseBound
-        ``smallest``, the grid base ``below`` it (which fails), the ``failing`` grid bases above it and the
-        band's end.
+        ``smallest``, the first grid base that holds, the grid base ``below`` it (which fails), the
+        ``failing`` grid bases above it and the grid band's end.
 
     Raises
     ------
@@ -305,8 +318,10 @@ def base_bound(length: int, head_dim: int = 128) -> BaseBound:
 
     Notes
     -----
-    A search on another grid finds other values: "the smallest base" is the first base of a band in which the
-    condition flickers, and bases between grid points may hold below ``smallest``.
+    A search on another grid finds other values. The bases that satisfy the condition do not form an interval:
+    bases between grid points may hold below ``smallest`` (at 131072, 4.87e6 holds below the grid's 8.9e6) and
+    fail above ``band_end`` (at 8192, 394276 fails above the grid band's 177828). :func:`sure_base` gives a base
+    above which the condition holds at every base.
 
     References
     ----------
@@ -320,3 +335,74 @@ def base_bound(length: int, head_dim: int = 128) -> BaseBound:
     """
     _check(length, head_dim)
     return _base_bound(int(length), int(head_dim))
+
+
+def sum_floor(base: float, length: int, head_dim: int = 128) -> float:
+    r"""A lower bound on :math:`B_{m,\theta}` at every distance ``m < length`` that never falls as the base grows.
+
+    A pair that turns by at most :math:`\pi` over the context, :math:`(L - 1)\theta_i \le \pi`, contributes at
+    least :math:`\cos((L - 1)\theta_i)` at every :math:`m < L` (the cosine falls on :math:`[0, \pi]`); every
+    other pair contributes at least :math:`-1`. As the base grows every :math:`\theta_i` but :math:`\theta_0`
+    shrinks, so each slow pair's term grows and fast pairs become slow: the bound never falls.
+
+    Parameters
+    ----------
+    base : float
+        The rotary base; greater than 1.
+    length : int
+        The context length :math:`L`; positive.
+    head_dim : int, default 128
+        Features per head; positive and even.
+
+    Returns
+    -------
+    float
+        :math:`\sum_{i:\,(L-1)\theta_i \le \pi} \cos((L-1)\theta_i) - \#\{i : (L-1)\theta_i > \pi\}`.
+
+    Examples
+    --------
+    >>> sum_floor(10_000.0, 4096) < 0 < sum_floor(1e8, 4096)
+    True
+    """
+    _check(length, head_dim)
+    angle = (length - 1) * posenc.rotary_frequencies(head_dim, base=base)
+    slow = angle <= np.pi
+    return float(np.cos(angle[slow]).sum() - np.count_nonzero(~slow))
+
+
+def sure_base(length: int, head_dim: int = 128) -> float:
+    r"""A base above which Men et al.'s condition holds at every base, from :func:`sum_floor`.
+
+    Bisects :math:`\log_{10}` of the base for the point where :func:`sum_floor` exceeds :func:`sum_error`, to a
+    relative :math:`10^{-9}`, and returns a base at which it does. Since the bound never falls as the base grows,
+    :math:`B_{m,\theta} > 0` at every ``m < length`` for every base from there on. It is very conservative: it
+    lets no pair that turns past :math:`\pi` contribute more than :math:`-1`.
+
+    Parameters
+    ----------
+    length : int
+        The context length :math:`L`; positive.
+    head_dim : int, default 128
+        Features per head; positive and even.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> f"{sure_base(8192):.3e}"
+    '4.656e+07'
+    """
+    _check(length, head_dim)
+    tolerance = sum_error(length, head_dim)
+    low, high = 0.0, 2.0  # log10 of the base
+    while sum_floor(10**high, length, head_dim) <= tolerance:
+        low, high = high, 2 * high
+    while high - low > 4e-10:
+        middle = (low + high) / 2
+        if sum_floor(10**middle, length, head_dim) > tolerance:
+            high = middle
+        else:
+            low = middle
+    return float(10**high)
