@@ -156,6 +156,11 @@ def test_t5_flex_attention_and_table_gradient_equal_the_dense_path(bidirectional
 # --- Compiled: the kernel without the (L, L) scores, and no recompilation across decode offsets ----------------
 
 
+@pytest.mark.skipif(
+    torch.backends.cpu.get_cpu_capability() == "DEFAULT",
+    reason="PyTorch compiles FlexAttention for the CPU only with AVX2 kernels (check_cpu_supported in "
+    "torch/_inductor/kernel/flex/flex_cpu.py); without them flex_attention runs uncompiled, as the tests above run it",
+)
 def test_compiled_alibi_with_a_block_mask_and_no_recompilation_across_offsets():
     """Decode steps at offsets 9, 10, 11 through one compiled flex_attention, each checked against SDPA."""
     threads = torch.get_num_threads()

@@ -124,7 +124,11 @@ def test_every_training_function_trains_a_perturbed_model_inside_perturbed(run):
         moved = _weights(run())
     assert torch.equal(plain, again)  # the plain run is reproducible ...
     assert not torch.equal(moved, plain)  # ... and the perturbation reached the model it trained
-    assert (moved - plain).abs().max() < 1e-3  # a perturbation, not another model
+    # a perturbation, not another model: another seed moves some weight of the tiny regression by 1.02. Adam's
+    # first steps move a weight by about the learning rate (1e-2 there) whatever its gradient's size, so a
+    # perturbation that flips the sign of a near-zero gradient moves that weight by up to twice that a step:
+    # 7e-4 here, 0.0027 with the kernels at the x86-64 baseline (make check-portable)
+    assert (moved - plain).abs().max() < 0.1
 
 
 def test_position_interpolation_starts_from_the_perturbed_model():
