@@ -569,30 +569,6 @@ def test_each_attention_rotates_the_slice_and_calls_the_function_the_plan_names(
     assert len(probed) >= 133
 
 
-ATTENTION = {
-    "Cohere2Config": "Cohere2Attention",
-    "Cohere2MoeConfig": "Cohere2MoeAttention",
-    "Exaone4Config": "Exaone4Attention",
-    "ExaoneMoeConfig": "ExaoneMoeAttention",
-    "Kolibri1Config": "Kolibri1Attention",
-    "Llama4TextConfig": "Llama4TextAttention",
-    "SmolLM3Config": "SmolLM3Attention",
-    "MistralLarge4TextConfig": "MistralLarge4TextAttention",
-    "DeepseekV2Config": "DeepseekV2Attention",
-    "DeepseekV3Config": "DeepseekV3Attention",
-    "DeepseekV32Config": "DeepseekV32Attention",
-    "AXK1Config": "AXK1Attention",
-    "AXK2Config": "AXK2Attention",
-    "Glm4MoeLiteConfig": "Glm4MoeLiteAttention",
-    "GlmMoeDsaConfig": "GlmMoeDsaAttention",
-    "HYV4Config": "HYV4Attention",
-    "MiniCPM3Config": "MiniCPM3Attention",
-    "Mistral4Config": "Mistral4Attention",
-    "YoutuConfig": "YoutuAttention",
-}
-"""Families whose attention decides, layer by layer, what a config does not say: which layers skip the rotation, and
-(latent attention) which query features it rotates, with which function."""
-
 VARIANTS = {"Cohere2MoeConfig": dict(first_k_dense_replace=2), "DeepseekV3Config": dict(rope_interleave=False)}
 """Configs probed again with a value that changes the rule: Cohere 2 MoE's dense prefix layers are full attention
 and rotate (its attention's ``force_rope``); DeepSeek-V3 without ``rope_interleave`` calls ``apply_rotary_pos_emb``."""
