@@ -41,9 +41,9 @@ book: $(STAMP) $(KERNEL_CONFIG)
 # ruff (configured in pyproject.toml; notebooks/ruff.toml formats chapters to 80 columns), then mypy, strict,
 # over the library (pyproject.toml, [tool.mypy]).
 lint: $(STAMP)
-	$(BIN)/ruff check posenc book/posenc_book tests notebooks book/draw_favicon.py book/_ext
-	$(BIN)/ruff format --check posenc book/posenc_book tests notebooks book/draw_favicon.py book/_ext
-	$(BIN)/mypy posenc
+	$(BIN)/ruff check posenc _posenc_pytestplugin.py book/posenc_book tests notebooks book/draw_favicon.py book/_ext
+	$(BIN)/ruff format --check posenc _posenc_pytestplugin.py book/posenc_book tests notebooks book/draw_favicon.py book/_ext
+	$(BIN)/mypy posenc _posenc_pytestplugin.py
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest --doctest-modules posenc book/posenc_book tests

@@ -59,12 +59,14 @@ from posenc.nn import (
 )
 from posenc.nn import query_scale as torch_query_scale
 from posenc.testing import (
+    RotaryCase,
     assert_alibi_offset_matches_slice,
     assert_alibi_slopes_match_reference,
     assert_layouts_agree_after_permutation,
     assert_mrope_axes_match,
     assert_rotary_angles_accurate,
     assert_rotary_calls_independent,
+    assert_rotary_conforms,
     assert_rotary_matches_config,
     assert_rotary_offset_matches_slice,
     assert_rotary_scores_depend_on_offset_only,
@@ -74,6 +76,8 @@ from posenc.testing import (
     assert_t5_buckets_exact,
     assert_t5_buckets_in_range,
     assert_yarn_attention_factor,
+    rotary_cases,
+    rotary_positions,
     t5_float32_boundaries,
 )
 
@@ -644,6 +648,23 @@ BAD_CALLS = {
     "config check past float32's exact integers": Bad(
         lambda: assert_rotary_matches_config(print, _LLAMA_CONFIG, positions=[0, 2**24 + 1]), ValueError, "positions"
     ),
+    "conformance check of a str": Bad(lambda: assert_rotary_conforms("rope", _LLAMA_CONFIG), TypeError, "rotate_fn"),
+    "conformance check in bfloat16 NumPy arrays": Bad(
+        lambda: assert_rotary_conforms(print, _LLAMA_CONFIG, dtype="bfloat16"), ValueError, "dtype"
+    ),
+    "conformance check of an unknown layout of x": Bad(
+        lambda: assert_rotary_conforms(print, _LLAMA_CONFIG, qkv_format="bsd"), ValueError, "qkv_format"
+    ),
+    "conformance check of an M-RoPE config": Bad(
+        lambda: assert_rotary_conforms(print, _MROPE_CONFIG), ValueError, "assert_mrope_axes_match"
+    ),
+    "conformance case of a NoPE layer": Bad(
+        lambda: RotaryCase("nope", {}, "", LayerRotary("full_attention", False, 8), 16, None, (0,)),
+        ValueError,
+        "rotary",
+    ),
+    "conformance cases in an unknown dtype": Bad(lambda: rotary_cases(dtypes=("float8",)), ValueError, "dtypes"),
+    "conformance positions of an empty context": Bad(lambda: rotary_positions(0), ValueError, "trained_length"),
     "mrope axes check of None": Bad(lambda: assert_mrope_axes_match(None, [2, 1, 1]), TypeError, "rotate_fn"),
     "mrope axes check sections of the wrong sum": Bad(
         lambda: assert_mrope_axes_match(print, [2, 1, 1]), ValueError, "mrope_section"

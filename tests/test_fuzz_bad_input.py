@@ -20,6 +20,7 @@ distinct check raises is pinned by tests/test_bad_input.py's table.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import math
 import signal
@@ -70,12 +71,14 @@ from posenc.nn import (
     rotary_embedding,
 )
 from posenc.testing import (
+    RotaryCase,
     assert_alibi_offset_matches_slice,
     assert_alibi_slopes_match_reference,
     assert_layouts_agree_after_permutation,
     assert_mrope_axes_match,
     assert_rotary_angles_accurate,
     assert_rotary_calls_independent,
+    assert_rotary_conforms,
     assert_rotary_matches_config,
     assert_rotary_offset_matches_slice,
     assert_rotary_scores_depend_on_offset_only,
@@ -85,6 +88,8 @@ from posenc.testing import (
     assert_t5_buckets_exact,
     assert_t5_buckets_in_range,
     assert_yarn_attention_factor,
+    rotary_cases,
+    rotary_positions,
     t5_float32_boundaries,
 )
 
@@ -294,6 +299,23 @@ def _exact_bucket_check(a):
 
 def _check_boundaries(out, a):
     assert isinstance(out, np.ndarray) and out.dtype == np.bool_ and out.shape == np.shape(a["relative_position"])
+
+
+_TINY_LLAMA = {
+    "model_type": "llama", "hidden_size": 16, "num_attention_heads": 2, "num_hidden_layers": 1,
+    "max_position_embeddings": 16, "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0},
+}  # fmt: skip
+
+
+def _conforming_operator(a):
+    """posenc's float64 rotation of assert_rotary_conforms' config and layout, as an operator on x (..., seq, dim)."""
+
+    def rotate(x, positions):
+        kind = RotaryPlan.from_config(a["config"], model_type=a["model_type"]).kinds[0]
+        kind = kind if a["layout"] is None else dataclasses.replace(kind, layout=a["layout"])
+        return kind.rotate(np.asarray(x, dtype=np.float64), np.asarray(positions, dtype=np.float64))
+
+    return rotate
 
 
 SPECS = {
@@ -714,6 +736,62 @@ SPECS = {
         ),
         _passed,
     ),  # fmt: skip
+    "posenc.testing.assert_rotary_conforms": Spec(
+        assert_rotary_conforms,
+        lambda a: assert_rotary_conforms(**_with(a, "rotate_fn", _conforming_operator(a))),
+        lambda: dict(
+            rotate_fn=_reference_placeholder,
+            config=_TINY_LLAMA,
+            layer_type=None,
+            model_type=None,
+            positions=None,
+            layout=None,
+            dtype="float32",
+            qkv_format="bhsd",
+            array=None,
+            batch=2,
+            heads=3,
+            seed=0,
+        ),
+        _passed,
+    ),
+    "posenc.testing.RotaryCase": Spec(
+        RotaryCase,
+        lambda a: RotaryCase(**a),
+        lambda: dict(
+            name="llama",
+            config=_TINY_LLAMA,
+            source="",
+            rotary=RotaryPlan.from_config(_TINY_LLAMA).kinds[0],
+            trained_length=16,
+            max_position_embeddings=16,
+            positions=(0, 1, 15, 16),
+            dtype="float32",
+            families=(),
+        ),
+        lambda out, a: isinstance(out, RotaryCase) or pytest.fail(f"returned {out!r}"),
+    ),
+    "posenc.testing.rotary_cases": Spec(
+        rotary_cases,
+        lambda a: rotary_cases(**a),
+        lambda: dict(dtypes=("float32", "float16"), beyond=True),
+        lambda out, a: (
+            all(
+                isinstance(c, RotaryCase) and c.beyond in ((True, False) if a["beyond"] is None else (a["beyond"],))
+                for c in out
+            )
+            or pytest.fail("cases on the wrong side of the trained length")
+        ),
+    ),
+    "posenc.testing.rotary_positions": Spec(
+        rotary_positions,
+        lambda a: rotary_positions(**a),
+        lambda: dict(trained_length=16, max_position_embeddings=64, beyond=True),
+        lambda out, a: (
+            (isinstance(out, tuple) and all(isinstance(p, int) and 0 <= p <= 2**24 for p in out))
+            or pytest.fail(f"returned {out!r}")
+        ),
+    ),
     "posenc.testing.assert_mrope_axes_match": Spec(
         assert_mrope_axes_match,
         lambda a: assert_mrope_axes_match(
