@@ -10,6 +10,7 @@ import dataclasses
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -244,6 +245,15 @@ def test_the_five_line_file_passes_for_posenc_and_fails_for_a_planted_bug(pytest
     failed = pytester.runpytest_inprocess(*SELECTED)
     failed.assert_outcomes(failed=4)
     failed.stdout.fnmatch_lines(["*every row rotated by its position + 1*"])
+
+
+def test_the_documented_five_line_file_is_the_one_tested():
+    """README.md, PACKAGE.md (what installers read) and the API page show FIVE_LINES as it is."""
+    root = Path(__file__).resolve().parent.parent
+    for page in ("README.md", "PACKAGE.md"):
+        assert f"```python\n{FIVE_LINES}```" in (root / page).read_text(), page
+    indented = "".join(f"   {line}" if line.strip() else line for line in FIVE_LINES.splitlines(keepends=True))
+    assert f".. code-block:: python\n\n{indented}" in (root / "book/api/testing.rst").read_text()
 
 
 def test_the_plugin_runs_the_cases_in_the_dtypes_asked_for(pytester):
