@@ -12,7 +12,9 @@ import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-LIBRARY = re.compile(r"posenc/[^/]+\.py|posenc/nn/[^/]+\.py|posenc/py\.typed|posenc-[^/]+\.dist-info/.+")
+LIBRARY = re.compile(
+    r"posenc/[^/]+\.py|posenc/nn/[^/]+\.py|posenc/testing/[^/]+\.py|posenc/py\.typed|posenc-[^/]+\.dist-info/.+"
+)
 """Every file a wheel of posenc may hold: the library's modules, its typing marker, and the metadata."""
 BOOK_MACHINERY = re.compile(r"posenc/bench\.py|posenc/chapters/.*")
 """The book's own code, which issue 15 moved out of the package (``posenc/bench.py`` matches ``LIBRARY``)."""
