@@ -25,6 +25,10 @@ Rotary on several axes (Heo et al., 2024; Wang et al., 2024), :mod:`posenc.multi
     :func:`axial_frequencies`, :func:`mrope_frequencies`, :func:`rotate_multiaxis`: axial 2D/3D RoPE,
     multimodal RoPE (``mrope_section``, chunked or interleaved) and any frequency matrix (RoPE-Mixed)
 
+Men et al.'s condition on a rotary head's frequencies (Men et al., 2024), :mod:`posenc.base_condition`
+    :func:`base_condition_holds` (does a head with these frequencies keep the sum of cos(m theta_i) non-negative
+    at every distance m below a length?), :func:`base_condition_sum`, :func:`base_condition_error`
+
 A transformers model's positions, :mod:`posenc.config`
     :class:`RotaryPlan` (``RotaryPlan.from_config(config)``: which layers rotate, with which base, scaling, width,
     layout and axes, read from a transformers config object or ``config.json`` dict), :class:`LayerRotary` (one
@@ -42,6 +46,7 @@ from importlib.metadata import version as _version
 
 from posenc._validation import LAYOUTS, MAX_TABLE_ELEMENTS, ROTARY_LAYOUTS, Layout, RotaryLayout
 from posenc.alibi import alibi_bias, alibi_slopes
+from posenc.base_condition import base_condition_error, base_condition_holds, base_condition_sum
 from posenc.config import QUERY_SCALE_KINDS, LayerRotary, QueryScaleKind, QueryScaling, RotaryPlan, query_scale
 from posenc.multiaxis import (
     MROPE_ASSIGNMENTS,
@@ -88,6 +93,10 @@ __all__ = [
     "axial_frequencies",
     "mrope_frequencies",
     "rotate_multiaxis",
+    # Men et al.'s condition on the frequencies
+    "base_condition_error",
+    "base_condition_holds",
+    "base_condition_sum",
     # a transformers model's positions
     "QUERY_SCALE_KINDS",
     "LayerRotary",

@@ -31,6 +31,9 @@ from posenc import (
     alibi_bias,
     alibi_slopes,
     axial_frequencies,
+    base_condition_error,
+    base_condition_holds,
+    base_condition_sum,
     frequencies,
     layout_permutation,
     mrope_frequencies,
@@ -662,6 +665,20 @@ BAD_CALLS = {
     "bucket check one bucket": Bad(lambda: assert_t5_buckets_in_range(print, num_buckets=1), ValueError, "num_buckets"),
     "exact bucket check of None": Bad(lambda: assert_t5_buckets_exact(None), TypeError, "bucket_fn"),
     "boundaries of float positions": Bad(lambda: t5_float32_boundaries([1.5]), TypeError, "relative_position"),
+    # Men et al.'s condition on a head's frequencies
+    "condition frequencies 2-D": Bad(lambda: base_condition_holds(np.ones((2, 4)), 16), ValueError, "frequencies"),
+    "condition frequencies empty": Bad(lambda: base_condition_sum([], 16), ValueError, "frequencies"),
+    "condition frequencies of str": Bad(lambda: base_condition_error("1.0", 16), TypeError, "frequencies"),
+    "condition frequencies of NaN": Bad(lambda: base_condition_holds([1.0, np.nan], 16), ValueError, "frequencies"),
+    "condition length 0": Bad(lambda: base_condition_holds([1.0, 0.1], 0), ValueError, "length"),
+    "condition length times pairs too large": Bad(
+        lambda: base_condition_sum(np.ones(64), MAX_TABLE_ELEMENTS // 32), ValueError, "length", large=True
+    ),
+    "condition head_dim below the pairs": Bad(
+        lambda: base_condition_holds([1.0, 0.1, 0.01], 16, head_dim=4), ValueError, "head_dim"
+    ),
+    "condition head_dim odd": Bad(lambda: base_condition_sum([1.0, 0.1], 16, head_dim=7), ValueError, "head_dim"),
+    "condition head_dim of a float": Bad(lambda: base_condition_sum([1.0], 16, head_dim=8.0), TypeError, "head_dim"),
     # rotary on several axes
     "axial axes not dividing the head": Bad(lambda: axial_frequencies(12, 4), ValueError, "head_dim"),
     "axial no axis": Bad(lambda: axial_frequencies(8, 0), ValueError, "n_axes"),

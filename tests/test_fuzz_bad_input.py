@@ -45,6 +45,9 @@ from posenc import (
     alibi_bias,
     alibi_slopes,
     axial_frequencies,
+    base_condition_error,
+    base_condition_holds,
+    base_condition_sum,
     frequencies,
     layout_permutation,
     mrope_frequencies,
@@ -290,6 +293,14 @@ def _bucket_check(a):
 
 def _exact_bucket_check(a):
     return assert_t5_buckets_exact(**_with(a, "bucket_fn", posenc.t5_relative_bucket))
+
+
+def _condition_or_undecided(a):
+    """base_condition_holds, with its documented ArithmeticError (a sum within its error of zero) as a result."""
+    try:
+        return base_condition_holds(a["frequencies"], a["length"], head_dim=a["head_dim"])
+    except ArithmeticError:
+        return "undecided"
 
 
 def _check_boundaries(out, a):
@@ -761,6 +772,24 @@ SPECS = {
         ),
         lambda: dict(relative_position=np.arange(-5, 6), bidirectional=True, num_buckets=32, max_distance=128),
         _check_boundaries,
+    ),
+    "posenc.base_condition_sum": Spec(
+        base_condition_sum,
+        lambda a: base_condition_sum(a["frequencies"], a["length"], head_dim=a["head_dim"]),
+        lambda: dict(frequencies=[1.0, 0.1, 0.01], length=40, head_dim=8),
+        lambda out, a: _finite_array(out, (a["length"],)),
+    ),
+    "posenc.base_condition_error": Spec(
+        base_condition_error,
+        lambda a: base_condition_error(a["frequencies"], a["length"], head_dim=a["head_dim"]),
+        lambda: dict(frequencies=[1.0, 0.1, 0.01], length=40, head_dim=8),
+        lambda out, a: (isinstance(out, float) and 0 < out < math.inf) or pytest.fail(f"returned {out!r}"),
+    ),
+    "posenc.base_condition_holds": Spec(
+        base_condition_holds,
+        _condition_or_undecided,
+        lambda: dict(frequencies=[1.0, 0.1, 0.01], length=40, head_dim=8),
+        lambda out, a: out in (True, False, "undecided") or pytest.fail(f"returned {out!r}"),
     ),
     "posenc.axial_frequencies": Spec(
         axial_frequencies,
