@@ -192,15 +192,17 @@ def forgetting_score_mod(log_forget: torch.Tensor, *, offset: int | torch.Tensor
     >>> log_forget = torch.log(torch.tensor([[[1.0, 0.5, 0.25]]]))  # (batch, n_heads, k_len)
     >>> mod = forgetting_score_mod(log_forget)
     >>> queries, keys = torch.arange(3)[:, None], torch.arange(3)
-    >>> bool(torch.equal(mod(torch.zeros(()), 0, 0, queries, keys), forgetting_bias(log_forget)[0, 0]))
+    >>> got = mod(torch.zeros(()), torch.tensor(0), torch.tensor(0), queries, keys)
+    >>> bool(torch.equal(got, forgetting_bias(log_forget)[0, 0]))
     True
     """
     tensor = _check_log_forget(log_forget)
     if tensor.ndim != 3:
         raise ValueError(f"log_forget must have shape (batch, n_heads, k_len), got {tuple(tensor.shape)}")
     shift = offset_tensor(offset, causal=True, device=tensor.device)
-    totals = _totals(tensor)
-    last = tensor.shape[-1] - 1
+    n_heads, k_len = tensor.shape[1], tensor.shape[2]
+    totals = _totals(tensor).flatten()  # read at one flat index: a 0-d batch index would be read on the host
+    last = k_len - 1
     dtype = tensor.dtype
 
     def forgetting(
@@ -209,7 +211,8 @@ def forgetting_score_mod(log_forget: torch.Tensor, *, offset: int | torch.Tensor
         # in int64, since the int32 indices would take the offset's sum in int32 (0-d tensors do not promote)
         token = q_idx.to(torch.int64) + shift
         key = kv_idx.to(torch.int64)
-        difference = totals[batch, head, token.clamp(max=last)] - totals[batch, head, key.clamp(max=last)]
+        row = (batch * n_heads + head).to(torch.int64) * k_len
+        difference = totals[row + token.clamp(max=last)] - totals[row + key.clamp(max=last)]
         bias = difference.to(dtype).to(score.dtype)
         return torch.where(key > token, float("-inf"), score + bias)
 
