@@ -728,6 +728,9 @@ BAD_CALLS = {
     "forgetting module log gate NaN": Bad(
         lambda: torch_forgetting_bias(torch.tensor([0.0, float("nan")])), ValueError, "log_forget"
     ),
+    "forgetting module log gate positive": Bad(
+        lambda: torch_forgetting_bias(torch.tensor([0.0, 0.5])), ValueError, "log_forget"
+    ),
     "forgetting module log gates of ints": Bad(
         lambda: torch_forgetting_bias(torch.zeros(3, dtype=torch.int64)), TypeError, "log_forget"
     ),
