@@ -29,8 +29,8 @@ class ForgettingGate(nn.Module):
     Attributes
     ----------
     proj : nn.Linear(d_model, n_heads)
-        :math:`w_f` and :math:`b_f` of every head, with PyTorch's default initialisation (the authors
-        initialise the weights from :math:`N(0, 0.02^2)` and the bias at 0).
+        :math:`w_f` and :math:`b_f` of every head, with PyTorch's default initialisation (the authors' layer
+        code draws the weights from :math:`N(0, 0.02^2)`, its default ``initializer_range``, with a zero bias).
 
     Notes
     -----

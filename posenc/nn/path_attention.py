@@ -36,7 +36,8 @@ class PaTHGate(nn.Module):
     :math:`H_t = I - \beta_t w_t w_t^\top` with :math:`w_t` of unit length and :math:`\beta_t \in (0, 2)`
     (Yang et al., 2025), so that :math:`H_t` can reflect (:math:`\beta = 2`) as well as shrink along
     :math:`w_t`. flash-linear-attention's ``PaTHAttention`` layer computes :math:`w_t` through a rank-32
-    projection and a short causal convolution before the normalisation; this module uses one linear map.
+    projection (with as many key heads as query heads) and a short causal convolution before the
+    normalisation; this module uses one linear map.
 
     References
     ----------
@@ -125,6 +126,9 @@ def path_logits(q: torch.Tensor, k: torch.Tensor, w: torch.Tensor, beta: torch.T
     \mathrm{head\_dim})` each, a Python loop of ``seq`` iterations (unrolled when compiled). That suits the
     short sequences of small models; flash-linear-attention's kernels use a blockwise algorithm instead
     (Yang et al., 2025). See :func:`posenc.path_logits` for the formula and the order of the product.
+    To add forgetting attention's decay, add :func:`posenc.nn.forgetting_bias` to these logits: fla-core
+    0.6.0's PaTH (its kernel and its naive reference) adds it before the softmax scale, its forgetting
+    attention after it (``tests/test_content_path.py`` checks the first).
 
     Examples
     --------
