@@ -34,8 +34,13 @@ $(KERNEL_CONFIG): Makefile $(STAMP)
 	  '    c.IPKernelApp.exec_lines = ["__import__(\"ipykernel.iostream\").iostream.OutStream.flush_interval = 3600.0"]' \
 	  > $@
 
+# Every build starts from an empty _build/html (no page of an older build survives), and records which sources it
+# built (tests/check_reproducible.py --print-state) so that check-reproducible can take it as its first build.
 book: $(STAMP) $(KERNEL_CONFIG)
-	$(BIN)/jupyter-book build --all -W -n --keep-going . || { cat _build/html/reports/*.log 2>/dev/null; exit 1; }
+	rm -rf _build/html _build/jupyter_execute _build/.doctrees _build/source-state
+	state=$$($(BIN)/python tests/check_reproducible.py --print-state); \
+	$(BIN)/jupyter-book build --all -W -n --keep-going . || { cat _build/html/reports/*.log 2>/dev/null; exit 1; }; \
+	printf '%s\n' "$$state" > _build/source-state
 	@echo "Built _build/html: serve it with $(BIN)/python -m http.server -d _build/html, then open http://localhost:8000 (search needs a server)"
 
 # ruff (configured in pyproject.toml; notebooks/ruff.toml formats chapters to 80 columns), then mypy, strict,
@@ -77,7 +82,8 @@ check-site: $(STAMP)
 	$(BIN)/python -m pytest -p no:cacheprovider -m browser tests/test_site_check.py
 	$(BIN)/python tests/site_check.py
 
-# Two fresh builds into temporary directories must give identical pages, notebook outputs and figure bytes.
+# Two builds must give identical pages, notebook outputs and figure bytes: make book's build when it is of the
+# sources as they are now (as in CI, right after make test), and one fresh build; otherwise two fresh builds.
 check-reproducible: $(STAMP) $(KERNEL_CONFIG)
 	$(BIN)/python tests/check_reproducible.py
 

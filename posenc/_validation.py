@@ -246,3 +246,35 @@ def check_t5_buckets(bidirectional: object, num_buckets: object, max_distance: o
         buckets,
         check_int(max_distance, "max_distance", minimum=max_exact + 1, maximum=MAX_OFFSET, accepted=accepted),
     )
+
+
+def check_real_array(
+    value: object, name: str, accepted: str, *, min_ndim: int = 0, allow_neginf: bool = False
+) -> NDArray[np.float64]:
+    """``value`` (ints or floats, not bools) as a float64 array with at least ``min_ndim`` axes.
+
+    Every entry must be finite, or ``-inf`` as well when ``allow_neginf``; at most :data:`MAX_TABLE_ELEMENTS`
+    entries. ``accepted`` describes the accepted values in the message.
+    """
+    if isinstance(value, (str, bytes, numbers.Number)) or not (
+        hasattr(value, "__len__") or hasattr(value, "__array__")
+    ):
+        raise TypeError(f"{name} must be {accepted}, got {type(value).__name__} {value!r}")
+    try:
+        array = np.asarray(value)
+    except ValueError as error:  # a ragged nested sequence
+        raise TypeError(f"{name} must be {accepted}: {error}") from error
+    if array.dtype == np.bool_ or not (
+        np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)
+    ):
+        raise TypeError(f"{name} must be {accepted}, got an array of dtype {array.dtype}")
+    if array.ndim < min_ndim:
+        raise ValueError(f"{name} must be {accepted}, got an array of shape {array.shape}")
+    if array.size > MAX_TABLE_ELEMENTS:
+        raise ValueError(f"{name} must have at most {MAX_TABLE_ELEMENTS} elements, got {array.size}")
+    converted = array.astype(np.float64)
+    allowed = np.isfinite(converted) | (np.isneginf(converted) if allow_neginf else False)
+    if not np.all(allowed):
+        found = "NaN or +inf" if allow_neginf else "NaN or infinity"
+        raise ValueError(f"{name} must be {accepted}: found {found}")
+    return converted

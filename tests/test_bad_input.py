@@ -31,9 +31,16 @@ from posenc import (
     alibi_bias,
     alibi_slopes,
     axial_frequencies,
+    base_condition_error,
+    base_condition_holds,
+    base_condition_sum,
+    cope_logits,
+    cope_positions,
+    forgetting_bias,
     frequencies,
     layout_permutation,
     mrope_frequencies,
+    path_logits,
     query_scale,
     rotary_attention_factor,
     rotary_frequencies,
@@ -41,23 +48,34 @@ from posenc import (
     rotate,
     rotate_multiaxis,
     shaw_relative_indices,
+    sink_softmax,
     sinusoidal,
+    stick_breaking_weights,
     t5_relative_bucket,
     translation_matrix,
 )
 from posenc.alibi import MAX_HEADS
 from posenc.nn import (
     ALiBiBias,
+    AttentionSink,
+    CoPE,
+    ForgettingGate,
     LearnedPositionalEmbedding,
     MultiAxisRotaryEmbedding,
+    PaTHGate,
     RotaryEmbedding,
     ShawRelativeAttention,
     SinusoidalPositionalEncoding,
     T5RelativeBias,
     causal_mask_mod,
+    forgetting_score_mod,
     rotary_embedding,
+    stick_breaking_attention,
 )
+from posenc.nn import forgetting_bias as torch_forgetting_bias
+from posenc.nn import path_logits as torch_path_logits
 from posenc.nn import query_scale as torch_query_scale
+from posenc.nn import stick_breaking_weights as torch_stick_breaking_weights
 from posenc.testing import (
     RotaryCase,
     assert_alibi_offset_matches_slice,
@@ -683,6 +701,20 @@ BAD_CALLS = {
     "bucket check one bucket": Bad(lambda: assert_t5_buckets_in_range(print, num_buckets=1), ValueError, "num_buckets"),
     "exact bucket check of None": Bad(lambda: assert_t5_buckets_exact(None), TypeError, "bucket_fn"),
     "boundaries of float positions": Bad(lambda: t5_float32_boundaries([1.5]), TypeError, "relative_position"),
+    # Men et al.'s condition on a head's frequencies
+    "condition frequencies 2-D": Bad(lambda: base_condition_holds(np.ones((2, 4)), 16), ValueError, "frequencies"),
+    "condition frequencies empty": Bad(lambda: base_condition_sum([], 16), ValueError, "frequencies"),
+    "condition frequencies of str": Bad(lambda: base_condition_error("1.0", 16), TypeError, "frequencies"),
+    "condition frequencies of NaN": Bad(lambda: base_condition_holds([1.0, np.nan], 16), ValueError, "frequencies"),
+    "condition length 0": Bad(lambda: base_condition_holds([1.0, 0.1], 0), ValueError, "length"),
+    "condition length times pairs too large": Bad(
+        lambda: base_condition_sum(np.ones(64), MAX_TABLE_ELEMENTS // 32), ValueError, "length", large=True
+    ),
+    "condition head_dim below the pairs": Bad(
+        lambda: base_condition_holds([1.0, 0.1, 0.01], 16, head_dim=4), ValueError, "head_dim"
+    ),
+    "condition head_dim odd": Bad(lambda: base_condition_sum([1.0, 0.1], 16, head_dim=7), ValueError, "head_dim"),
+    "condition head_dim of a float": Bad(lambda: base_condition_sum([1.0], 16, head_dim=8.0), TypeError, "head_dim"),
     # rotary on several axes
     "axial axes not dividing the head": Bad(lambda: axial_frequencies(12, 4), ValueError, "head_dim"),
     "axial no axis": Bad(lambda: axial_frequencies(8, 0), ValueError, "n_axes"),
@@ -725,6 +757,102 @@ BAD_CALLS = {
     "multiaxis forward x too narrow": Bad(
         lambda: MultiAxisRotaryEmbedding(axial_frequencies(8, 2))(torch.ones(3, 4), torch.ones(3, 2)), ValueError, "x"
     ),
+    # position from content
+    "forgetting log gate positive": Bad(lambda: forgetting_bias([0.0, 0.1]), ValueError, "log_forget"),
+    "forgetting log gates of str": Bad(lambda: forgetting_bias("gates"), TypeError, "log_forget"),
+    "forgetting no token": Bad(lambda: forgetting_bias(np.zeros((2, 0))), ValueError, "log_forget"),
+    "forgetting more queries than keys": Bad(lambda: forgetting_bias(np.zeros(3), q_len=4), ValueError, "q_len"),
+    "forgetting too large": Bad(lambda: forgetting_bias(np.zeros(2**15)), ValueError, "q_len", large=True),
+    "forgetting module log gate NaN": Bad(
+        lambda: torch_forgetting_bias(torch.tensor([0.0, float("nan")])), ValueError, "log_forget"
+    ),
+    "forgetting module log gate positive": Bad(
+        lambda: torch_forgetting_bias(torch.tensor([0.0, 0.5])), ValueError, "log_forget"
+    ),
+    "forgetting module log gates of ints": Bad(
+        lambda: torch_forgetting_bias(torch.zeros(3, dtype=torch.int64)), TypeError, "log_forget"
+    ),
+    "forgetting module too large": Bad(lambda: torch_forgetting_bias(torch.zeros(2**15)), ValueError, "q_len"),
+    "forgetting score_mod without heads": Bad(
+        lambda: forgetting_score_mod(torch.zeros(2, 3)), ValueError, "log_forget"
+    ),
+    "forgetting score_mod negative offset": Bad(
+        lambda: forgetting_score_mod(torch.zeros(1, 1, 3), offset=-1), ValueError, "offset"
+    ),
+    "forgetting gate no width": Bad(lambda: ForgettingGate(0, 2), ValueError, "d_model"),
+    "forgetting gate no head": Bad(lambda: ForgettingGate(4, 0), ValueError, "n_heads"),
+    "forgetting gate x of another width": Bad(lambda: ForgettingGate(4, 2)(torch.zeros(1, 3, 5)), ValueError, "x"),
+    "stick-breaking logits 1-D": Bad(lambda: stick_breaking_weights([0.0, 1.0]), ValueError, "logits"),
+    "stick-breaking logits NaN": Bad(lambda: stick_breaking_weights([[float("nan")]]), ValueError, "logits"),
+    "stick-breaking attend_current of an int": Bad(
+        lambda: stick_breaking_weights(np.zeros((2, 2)), attend_current=1), TypeError, "attend_current"
+    ),
+    "stick-breaking module logits of ints": Bad(
+        lambda: torch_stick_breaking_weights(torch.zeros(2, 2, dtype=torch.int64)), TypeError, "logits"
+    ),
+    "stick-breaking float offset": Bad(
+        lambda: torch_stick_breaking_weights(torch.zeros(2, 2), offset=torch.tensor(1.0)), TypeError, "offset"
+    ),
+    "stick-breaking attention head widths differ": Bad(
+        lambda: stick_breaking_attention(torch.zeros(1, 2, 4), torch.zeros(1, 3, 5), torch.zeros(1, 3, 4)),
+        ValueError,
+        "q",
+    ),
+    "stick-breaking attention dtypes differ": Bad(
+        lambda: stick_breaking_attention(torch.zeros(2, 4), torch.zeros(2, 4).double(), torch.zeros(2, 4)),
+        TypeError,
+        "k",
+    ),
+    "stick-breaking attention zero scale": Bad(
+        lambda: stick_breaking_attention(torch.zeros(2, 4), torch.zeros(2, 4), torch.zeros(2, 4), scale=0.0),
+        ValueError,
+        "scale",
+    ),
+    "cope gate above 1": Bad(lambda: cope_positions([[0.5, 1.5]]), ValueError, "gates"),
+    "cope table of another width": Bad(
+        lambda: cope_logits(np.zeros((3, 4)), np.zeros((3, 4)), np.zeros((5, 3))), ValueError, "embeddings"
+    ),
+    "cope q and k differ": Bad(
+        lambda: cope_logits(np.zeros((3, 4)), np.zeros((2, 4)), np.zeros((5, 4))), ValueError, "q"
+    ),
+    "cope negative scale": Bad(
+        lambda: cope_logits(np.zeros((3, 4)), np.zeros((3, 4)), np.zeros((5, 4)), scale=-1.0), ValueError, "scale"
+    ),
+    "cope module no position": Bad(lambda: CoPE(0, 4), ValueError, "n_positions"),
+    "cope module q of another width": Bad(lambda: CoPE(5, 4)(torch.zeros(3, 5), torch.zeros(3, 3)), ValueError, "q"),
+    "cope module gate logits NaN": Bad(
+        lambda: CoPE(5, 4)(torch.zeros(1, 4), torch.tensor([[float("nan")]])), ValueError, "gate_logits"
+    ),
+    "cope module gate logits of other queries": Bad(
+        lambda: CoPE(5, 4)(torch.zeros(3, 4), torch.zeros(2, 3)), ValueError, "gate_logits"
+    ),
+    "cope module fewer keys than queries": Bad(
+        lambda: CoPE(5, 4).logits(torch.zeros(3, 4), torch.zeros(2, 4)), ValueError, "k"
+    ),
+    "sink sinks of another head count": Bad(lambda: sink_softmax(np.zeros((2, 1, 3)), [0.0]), ValueError, "sinks"),
+    "sink logits +inf": Bad(lambda: sink_softmax(np.full((1, 1, 2), np.inf), [0.0]), ValueError, "logits"),
+    "sink row with nothing to share": Bad(
+        lambda: sink_softmax(np.full((1, 1, 2), -np.inf), [-np.inf]), ValueError, "logits"
+    ),
+    "sink module no head": Bad(lambda: AttentionSink(0), ValueError, "n_heads"),
+    "sink module logits of another head count": Bad(
+        lambda: AttentionSink(2)(torch.zeros(3, 4, 4)), ValueError, "logits"
+    ),
+    "sink module lse of another shape": Bad(
+        lambda: AttentionSink(2).rescale(torch.zeros(2, 4, 8), torch.zeros(2, 5)), ValueError, "lse"
+    ),
+    "path beta of another shape": Bad(
+        lambda: path_logits(np.zeros((3, 2)), np.zeros((3, 2)), np.zeros((3, 2)), np.zeros(4)), ValueError, "beta"
+    ),
+    "path w of another shape": Bad(
+        lambda: path_logits(np.zeros((3, 2)), np.zeros((3, 2)), np.zeros((3, 3)), np.zeros(3)), ValueError, "w"
+    ),
+    "path module dtypes differ": Bad(
+        lambda: torch_path_logits(torch.zeros(3, 2), torch.zeros(3, 2), torch.zeros(3, 2).double(), torch.zeros(3)),
+        TypeError,
+        "w",
+    ),
+    "path gate no head width": Bad(lambda: PaTHGate(8, 2, 0), ValueError, "head_dim"),
 }
 
 

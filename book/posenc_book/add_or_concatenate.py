@@ -1,9 +1,11 @@
 """What adding a position vector does inside attention, and what concatenating one would cost.
 
-Three helpers for the book's "add or concatenate?" chapter: exact parameter and FLOP counts of one
+Helpers for the book's "add or concatenate?" chapter: exact parameter and FLOP counts of one
 Transformer layer when position vectors are added to or concatenated with the token embeddings
 (:func:`layer_cost`), the four-term expansion of the attention logits of a sum (:func:`logit_terms`),
-and the mean absolute cosine similarity between two sets of vectors (:func:`mean_abs_cosine`).
+the mean absolute cosine similarity between two sets of vectors (:func:`mean_abs_cosine`), and the
+subspace that holds most of a set of vectors' energy with the share of other vectors' energy inside it
+(:func:`energy_subspace`, :func:`energy_share`).
 """
 
 from __future__ import annotations
@@ -13,7 +15,16 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["COMBINE_MODES", "LayerCost", "layer_cost", "LogitTerms", "logit_terms", "mean_abs_cosine"]
+__all__ = [
+    "COMBINE_MODES",
+    "LayerCost",
+    "layer_cost",
+    "LogitTerms",
+    "logit_terms",
+    "mean_abs_cosine",
+    "energy_subspace",
+    "energy_share",
+]
 
 COMBINE_MODES = ("add", "concat_qkv", "concat_wide")
 """How a position vector meets the token embedding: see :func:`layer_cost`."""
@@ -268,3 +279,93 @@ def mean_abs_cosine(rows_a, rows_b):
     unit_a = rows_a / np.linalg.norm(rows_a, axis=1, keepdims=True)
     unit_b = rows_b / np.linalg.norm(rows_b, axis=1, keepdims=True)
     return float(np.abs(unit_a @ unit_b.T).mean())
+
+
+def energy_subspace(rows, energy=0.99):
+    r"""The smallest subspace that holds a given share of the energy of a set of row vectors.
+
+    Parameters
+    ----------
+    rows : (n, d) array_like
+        The vectors, one per row (for instance a table of position vectors); not all zero.
+    energy : float, default 0.99
+        The share of :math:`\sum_j \|r_j\|^2` the subspace must hold, in :math:`(0, 1)`.
+
+    Returns
+    -------
+    basis : (d, k) ndarray
+        Orthonormal columns spanning the subspace: the first :math:`k` right singular vectors of ``rows``,
+        :math:`k` the smallest with :math:`\sum_{i \le k} \sigma_i^2 \ge` ``energy`` :math:`\sum_i \sigma_i^2`.
+
+    Raises
+    ------
+    ValueError
+        If ``rows`` is not 2-D or is all zero, or ``energy`` is not in :math:`(0, 1)`.
+
+    Notes
+    -----
+    The energy of the rows inside a subspace with orthonormal basis :math:`B` is
+    :math:`\|R B\|_F^2`; among subspaces of dimension :math:`k` the span of the first :math:`k` right
+    singular vectors holds the most, :math:`\sum_{i \le k} \sigma_i^2` (Eckart–Young), so no subspace of
+    fewer dimensions holds ``energy`` of it.
+
+    Examples
+    --------
+    >>> basis = energy_subspace([[3.0, 0.0, 0.0], [0.0, 1.0, 0.0]], energy=0.9)
+    >>> basis.shape, float(abs(basis[0, 0]))
+    ((3, 1), 1.0)
+    """
+    rows = _matrix(rows, "rows", "(n, d)")
+    if not 0.0 < energy < 1.0:
+        raise ValueError(f"energy must be a share in (0, 1), got {energy!r}")
+    _, singular, right = np.linalg.svd(rows, full_matrices=False)
+    total = float(np.sum(singular**2))
+    if total == 0.0:
+        raise ValueError("rows must not be all zero: they have no energy to hold")
+    cumulative = np.cumsum(singular**2) / total
+    k = int(np.searchsorted(cumulative, energy)) + 1
+    return right[:k].T
+
+
+def energy_share(vectors, basis):
+    r"""The share of each vector's squared norm that lies inside a subspace.
+
+    Parameters
+    ----------
+    vectors : (n, d) array_like
+        The vectors, one per row; no zero row.
+    basis : (d, k) array_like
+        Orthonormal columns spanning the subspace, as :func:`energy_subspace` returns them.
+
+    Returns
+    -------
+    share : (n,) ndarray
+        :math:`\|v B\|^2 / \|v\|^2` for each row :math:`v`, in :math:`[0, 1]`: 1 for a vector inside the
+        subspace, 0 for one orthogonal to it.
+
+    Raises
+    ------
+    ValueError
+        If an argument is not 2-D, ``vectors`` holds a zero row, the widths differ, or the columns of
+        ``basis`` are not orthonormal (to 1e-8).
+
+    Notes
+    -----
+    A vector with independent Gaussian entries points in a uniformly random direction, so its expected
+    share inside any :math:`k`-dimensional subspace of :math:`\mathbb{R}^d` is exactly :math:`k / d`.
+
+    Examples
+    --------
+    >>> energy_share([[1.0, 1.0], [0.0, 2.0]], [[1.0], [0.0]])
+    array([0.5, 0. ])
+    """
+    vectors = _matrix(vectors, "vectors", "(n, d)")
+    basis = _matrix(basis, "basis", "(d, k)")
+    if basis.shape[0] != vectors.shape[1]:
+        raise ValueError(f"basis must have d = {vectors.shape[1]} rows, the width of vectors, got {basis.shape[0]}")
+    if not np.allclose(basis.T @ basis, np.eye(basis.shape[1]), rtol=0, atol=1e-8):
+        raise ValueError("basis must have orthonormal columns (basis.T @ basis = I)")
+    norms = np.sum(vectors**2, axis=1)
+    if np.any(norms == 0):
+        raise ValueError("vectors must have no zero row: the share of a zero vector is undefined")
+    return np.sum((vectors @ basis) ** 2, axis=1) / norms

@@ -221,3 +221,14 @@ class HostConstants:
                 copy = tensor.to(device)
             self._copies[(name, device)] = copy
         return copy
+
+
+def check_float_tensor(x: object, name: str, shape: str, *, min_ndim: int = 1) -> torch.Tensor:
+    """Check that ``x`` is a floating tensor with at least ``min_ndim`` axes; ``shape`` describes it in messages."""
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{name} must be a floating-point torch.Tensor of shape {shape}, got {type(x).__name__}")
+    if not x.is_floating_point():
+        raise TypeError(f"{name} must be a floating-point tensor of shape {shape}, got dtype {x.dtype}")
+    if x.ndim < min_ndim:
+        raise ValueError(f"{name} must have shape {shape}, got {tuple(x.shape)}")
+    return x
