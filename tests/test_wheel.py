@@ -14,10 +14,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 LIBRARY = re.compile(
     r"posenc/[^/]+\.py|posenc/nn/[^/]+\.py|posenc/testing/[^/]+\.py|posenc/py\.typed|posenc-[^/]+\.dist-info/.+"
-    r"|_posenc_pytestplugin\.py"
+    r"|_posenc_pytestplugin\.py|posenc/testing/configs/[^/]+\.json"
 )
 """Every file a wheel of posenc may hold: the library's modules, its typing marker, the metadata, and the pytest plugin
-of its conformance suite (a top-level module: its docstring says why)."""
+of its conformance suite (a top-level module: its docstring says why) and the published configs it reads."""
 BOOK_MACHINERY = re.compile(r"posenc/bench\.py|posenc/chapters/.*")
 """The book's own code, which issue 15 moved out of the package (``posenc/bench.py`` matches ``LIBRARY``)."""
 

@@ -1,10 +1,11 @@
-"""Published configs the rotary conformance suite runs on: the rotary keys and sizes of five ``config.json`` files.
+"""Published configs the rotary conformance suite runs on, with where each was read.
 
-Each entry is (model id, where its values were checked, the config as posenc reads it). The values are those of the
-book's ``posenc_book.zoo.PUBLISHED_CONFIGS`` (tests/test_conformance.py checks that they stay equal), with the
-configuration class's defaults added where the published file leaves keys to it (Gemma 3's sparse ``text_config``).
-Qwen2.5-VL's M-RoPE config is left out: its layers rotate on three axes (see
-:func:`posenc.testing.assert_mrope_axes_match`).
+``PUBLISHED``: five configs' rotary keys and sizes, as (model id, where its values were checked, the config as posenc
+reads it). The values are those of the book's ``posenc_book.zoo.PUBLISHED_CONFIGS`` (tests/test_conformance.py checks
+that they stay equal), with the configuration class's defaults added where the published file leaves keys to it
+(Gemma 3's sparse ``text_config``). Qwen2.5-VL's M-RoPE config is left out: its layers rotate on three axes (see
+:func:`posenc.testing.assert_mrope_axes_match`). ``CORPUS``: whole ``config.json`` files, stored in
+posenc/testing/configs.
 """
 
 from __future__ import annotations
@@ -164,3 +165,96 @@ PUBLISHED: tuple[tuple[str, str, dict[str, Any]], ...] = (
         },
     ),
 )
+
+
+CORPUS: tuple[tuple[str, str, str, str, str], ...] = (
+    (
+        "cognitivecomputations/Dolphin3.0-R1-Mistral-24B",
+        "cognitivecomputations__Dolphin3.0-R1-Mistral-24B.json",
+        "gsasouza/dolphin3-mistral",
+        "config.json",
+        "d96260c148d2bbf8a90a34022ef3777c6e6f5a09",
+    ),
+    (
+        "deepseek-ai/DeepSeek-V2-Lite-Chat",
+        "deepseek-ai__DeepSeek-V2-Lite-Chat.json",
+        "kvcache-ai/ktransformers",
+        "archive/kt-sft/ktransformers/configs/model_config/config.json",
+        "95009ea6856c0799e517e93cb12be5e8494bc7ce",
+    ),
+    (
+        "ibm-granite/granite-3.1-1b-a400m-instruct",
+        "ibm-granite__granite-3.1-1b-a400m-instruct.json",
+        "jeremieconte/granite-3.1-1b-a400m-instruct",
+        "config.json",
+        "73154eec21d1b9803ca85a415ddc9cec1287a492",
+    ),
+    (
+        "ibm-granite/granite-3b-code-instruct-128k",
+        "ibm-granite__granite-3b-code-instruct-128k.json",
+        "ashishn-08/granite-3b-code-instruct-128k",
+        "config.json",
+        "6c2060816a990f5e7f85ea034fbe17deca0b9ba3",
+    ),
+    (
+        "meta-llama/Llama-3.2-3B-Instruct",
+        "meta-llama__Llama-3.2-3B-Instruct.json",
+        "Gusiion/meta-llama-Llama-3.2-3B-Instruct",
+        "config.json",
+        "392a143b624368100f77a3eafaa4a2468ba50a72",
+    ),
+    (
+        "microsoft/phi-2",
+        "microsoft__phi-2.json",
+        "henryhmko/VLM_interpretability",
+        "phi-2/config.json",
+        "0df0f214241e1b09ef34823e161a485e4ec60774",
+    ),
+    (
+        "microsoft/Phi-3-mini-128k-instruct",
+        "microsoft__Phi-3-mini-128k-instruct.json",
+        "ChuDinhKlopp/phi-3-mini-keyformer",
+        "config.json",
+        "48b6150ffee33c8875a669a7697b6eb8fe69924b",
+    ),
+    (
+        "microsoft/Phi-3.5-mini-instruct",
+        "microsoft__Phi-3.5-mini-instruct.json",
+        "Anonymi1ty/Eedi---MMM",
+        "config.json",
+        "1ed466e3ea477c673564c049e2516273cc14adab",
+    ),
+    (
+        "microsoft/phi-4",
+        "microsoft__phi-4.json",
+        "pryzmatpl/prizm-phi4",
+        "config.json",
+        "381727a5ee103da6c1b14ecd3d39cd09832cbcf8",
+    ),
+    (
+        "mistralai/Devstral-Small-2507",
+        "mistralai__Devstral-Small-2507.json",
+        "fetchwiki/mistralai-Devstral-Small-2507",
+        "config.json",
+        "2074b22fb5db38af6007d5817289e29e6790f1e0",
+    ),
+    (
+        "Qwen/Qwen3-Next-80B-A3B-Instruct",
+        "Qwen__Qwen3-Next-80B-A3B-Instruct.json",
+        "daniel-p-green/alain-ai-learning-platform",
+        "out/research-qwen-qwen3-next-80b-a3b-instruct/sources/huggingface/config.json",
+        "1b33775219c224def81d0c3c4e34d2d6630dc83d",
+    ),
+    (
+        "zai-org/GLM-4.5",
+        "zai-org__GLM-4.5.json",
+        "alibaba/rtp-llm",
+        "rtp_llm/test/model_test/fake_test/testdata/glm45/tokenizer/config.json",
+        "4b8d39cd5cbe4eff0cf0661411e15be21ccc58b9",
+    ),
+)
+"""Published ``config.json`` files of the repository's corpus (tests/data/published_configs, whose MANIFEST.json names
+each source) that add a rotation the configs above and the class defaults lack: (checkpoint, file in
+posenc/testing/configs, the public copy's repository, path and commit). The files are the corpus's, byte for byte
+(tests/test_conformance.py checks their digests against the manifest, and that every rotation the corpus's readable
+configs hold is in the catalogue)."""

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import functools
 import importlib
+import importlib.resources
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -19,7 +21,7 @@ from numpy.typing import NDArray
 import posenc
 from posenc._families import FAMILIES
 from posenc._validation import ROTARY_LAYOUTS, RotaryLayout, check_choice, check_flag, check_int
-from posenc.testing._cases import PUBLISHED
+from posenc.testing._cases import CORPUS, PUBLISHED
 from posenc.testing._common import (
     MAX_CHECK_ELEMENTS,
     MAX_POSITION,
@@ -823,6 +825,11 @@ def _catalogue() -> tuple[RotaryCase, ...]:
 
     for model_id, source, values in PUBLISHED:
         add(posenc.RotaryPlan.from_config(values), values, model_id, source, None)
+    stored = importlib.resources.files("posenc.testing") / "configs"
+    for checkpoint, file, repository, path, commit in CORPUS:
+        values = json.loads((stored / file).read_text(encoding="utf-8"))
+        source = f"a copy of the published config.json: {repository}, {path}, commit {commit[:7]}"
+        add(posenc.RotaryPlan.from_config(values), values, checkpoint, source, None)
     for family in sorted(FAMILIES):
         try:
             plan = posenc.RotaryPlan.from_config({"model_type": family})
@@ -841,12 +848,14 @@ def _catalogue() -> tuple[RotaryCase, ...]:
 def rotary_cases(*, dtypes: Sequence[DtypeName] = ("float32",), beyond: bool | None = None) -> list[RotaryCase]:
     """The catalogue of real rotary configurations the pytest plugin runs an operator at.
 
-    Every distinct rotating layer kind on one axis of five published configs (Llama 3.1's llama3 scaling,
-    Gemma 3's linear scaling and local base, GPT-OSS's YaRN without truncation, DeepSeek-V3's latent attention
-    with YaRN and interleaved pairs, Pythia's partial rotary) and of every transformers 5.23 configuration class
-    whose defaults posenc reads (Gemma 4's proportional rotation, partial and interleaved families, bases from
-    1000 to 12 million, head widths from 32 to 512), each once within its trained length and once reaching beyond
-    it, in each dtype.
+    Every distinct rotating layer kind on one axis of 17 published configs and of every transformers 5.23
+    configuration class whose defaults posenc reads, each once within its trained length and once reaching beyond
+    it, in each dtype. The published configs: five whose keys the book checked against named sources (Llama 3.1's
+    llama3 scaling, Gemma 3's linear scaling and local base, GPT-OSS's YaRN without truncation, DeepSeek-V3's
+    latent attention with YaRN and interleaved pairs, Pythia's partial rotary), and twelve ``config.json`` files
+    of the repository's corpus that add a rotation (Phi-3 and Phi-3.5's longrope, Llama 3.2, DeepSeek-V2-Lite,
+    Phi-2, Phi-4, GLM-4.5, Qwen3-Next and others). The class defaults add Gemma 4's proportional rotation and more
+    partial and interleaved families: bases from 1000 to ``10**9``, head widths from 32 to 512.
 
     Parameters
     ----------
@@ -869,8 +878,9 @@ def rotary_cases(*, dtypes: Sequence[DtypeName] = ("float32",), beyond: bool | N
     -----
     Left out: NoPE layers (nothing to rotate), layers that rotate on several axes (M-RoPE, axial image towers:
     :func:`assert_mrope_axes_match`), layers whose family reads its features in a permuted order (NanoChat,
-    Gemma 4's vision tower), and rope types that no published config in this catalogue carries: dynamic NTK and
-    longrope (pass such a config to :func:`assert_rotary_conforms` or :meth:`RotaryCase.from_config`).
+    Gemma 4's vision tower), and dynamic NTK scaling, which no config here carries that posenc reads (the
+    corpus's one, Hunyuan's, is of a family posenc does not read): pass such a config to
+    :func:`assert_rotary_conforms` or :meth:`RotaryCase.from_config`.
     Families of the same rotation are one case; ``RotaryCase.families`` lists them.
     """
     if isinstance(dtypes, str) or not isinstance(dtypes, Sequence) or not dtypes:

@@ -154,7 +154,7 @@ def rotary_cases(
         As for :func:`positions`.
     rope_types : sequence of str or None, default None
         Only layer kinds of these rope types (``"default"``, ``"linear"``, ``"llama3"``, ``"yarn"``,
-        ``"proportional"``: those of the catalogue); None: all.
+        ``"longrope"``, ``"proportional"``: those of the catalogue); None: all.
     max_positions : int, default 32
         As ``max_size`` for :func:`positions`.
 
