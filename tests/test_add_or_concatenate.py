@@ -277,3 +277,60 @@ def test_a_gaussian_vector_keeps_k_over_d_of_its_energy_in_any_k_dimensional_sub
 def test_mistakes_are_refused_with_a_message_naming_them(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+# --- Sizes out of range, extreme and non-finite input (review A, L8) ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "name"),
+    [
+        ({"d_model": 0}, ValueError, "d_model"),
+        ({"d_model": -512}, ValueError, "d_model"),
+        ({"d_model": 512.7}, TypeError, "d_model"),
+        ({"d_model": True}, TypeError, "d_model"),
+        ({"d_model": 512, "seq_len": 0}, ValueError, "seq_len"),
+        ({"d_model": 512, "seq_len": -10}, ValueError, "seq_len"),
+        ({"d_model": 512, "ffn_multiplier": 0}, ValueError, "ffn_multiplier"),
+        ({"d_model": 512, "ffn_multiplier": 2.67}, TypeError, "ffn_multiplier"),
+        ({"d_model": 512, "combine": "concat_qkv", "d_position": 2.5}, TypeError, "d_position"),
+        ({"d_model": 512, "combine": "concat_qkv", "d_position": True}, TypeError, "d_position"),
+    ],
+)
+def test_layer_cost_refuses_sizes_its_docstring_excludes(kwargs, error, name):
+    d_model = kwargs.pop("d_model")
+    with pytest.raises(error, match=rf"\b{name}\b"):
+        layer_cost(d_model, **kwargs)
+
+
+@pytest.mark.parametrize("scale", [1e-200, 1e200, 5e-324, 1e308])
+def test_cosines_and_shares_do_not_depend_on_the_scale_of_a_row(scale):
+    """Norms of rows near the ends of the float64 range overflow or underflow unless the rows are scaled first: a
+    cosine of 0 or a refused 'zero row' would be a wrong answer given silently or for the wrong reason."""
+    row = np.array([[scale, scale]])
+    assert mean_abs_cosine(row, [[1.0, 0.0]]) == pytest.approx(math.sqrt(0.5), rel=1e-12)
+    assert mean_abs_cosine([[0.0, 3.0]], row) == pytest.approx(math.sqrt(0.5), rel=1e-12)
+    np.testing.assert_allclose(energy_share(row, [[1.0], [0.0]]), [0.5], rtol=1e-12)
+    basis = energy_subspace(np.array([[1.0, 0.0], [0.0, 1 / 3]]) * scale, energy=0.8)
+    assert basis.shape == (2, 1) and abs(basis[0, 0]) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_non_finite_input_is_refused_naming_the_argument(bad):
+    rows = np.array([[bad, 1.0], [1.0, 0.0]])
+    for call, name in [
+        (lambda: mean_abs_cosine(rows, np.eye(2)), "rows_a"),
+        (lambda: mean_abs_cosine(np.eye(2), rows), "rows_b"),
+        (lambda: energy_subspace(rows), "rows"),
+        (lambda: energy_share(rows, np.eye(2)[:, :1]), "vectors"),
+        (lambda: logit_terms(rows, np.eye(2), np.eye(2), np.eye(2)), "tokens"),
+    ]:
+        with pytest.raises(ValueError, match=rf"{name} must be finite"):
+            call()
+
+
+def test_complex_input_is_refused_not_cast():
+    with pytest.raises(TypeError, match="rows must be real"):
+        energy_subspace(np.eye(3) * 1j)
+    with pytest.raises(TypeError, match="rows_a must be real"):
+        mean_abs_cosine(np.eye(2) * (1 + 1j), np.eye(2))

@@ -352,6 +352,9 @@ BAD_CALLS = {
     "rotate dynamic with head_dim 2": Bad(lambda: rotate(np.zeros((2, 2)), 2, scaling=_DYNAMIC), ValueError, "x"),
     "rotate positions of the wrong length": Bad(lambda: rotate(np.zeros((3, 4)), [0.0, 1.0]), ValueError, "positions"),
     "rotate too many positions": Bad(lambda: rotate(np.zeros((1, 8)), 2**40), ValueError, "positions", large=True),
+    "rotate integer position not exact in float64": Bad(
+        lambda: rotate(np.zeros((1, 8)), [2**53 + 1]), ValueError, "positions"
+    ),
     "rotate cos_first layout": Bad(lambda: rotate(np.zeros((2, 4)), 2, layout="cos_first"), ValueError, "layout"),
     "weight permutation cos_first source": Bad(
         lambda: rotary_weight_permutation("cos_first", "halves", 8), ValueError, "source"
@@ -440,6 +443,12 @@ BAD_CALLS = {
         lambda: RotaryEmbedding(8)(torch.zeros(2, 8), positions=torch.zeros(2, device="meta")),
         ValueError,
         "positions",
+    ),
+    "rotary module integer positions not exact in float64": Bad(
+        lambda: RotaryEmbedding(8)(torch.zeros(1, 8), positions=torch.tensor([2**53 + 1])), ValueError, "positions"
+    ),
+    "rotary module host integer positions not exact in float64": Bad(
+        lambda: RotaryEmbedding(8)(torch.zeros(1, 8), positions=[-(2**53) - 1]), ValueError, "positions"
     ),
     "rotary module short positions": Bad(
         lambda: RotaryEmbedding(8)(torch.zeros(3, 8), positions=torch.arange(2)), ValueError, "positions"
@@ -747,6 +756,9 @@ BAD_CALLS = {
         lambda: rotate_multiaxis(np.ones((1, 4)), [[1e300, 0.0]], np.full((2, 2), 1e300)), ValueError, "positions"
     ),
     "multiaxis x of str": Bad(lambda: rotate_multiaxis("x", np.ones((3, 2)), axial_frequencies(4, 2)), TypeError, "x"),
+    "multiaxis integer coordinate not exact in float64": Bad(
+        lambda: rotate_multiaxis(np.ones((1, 4)), [[2**53 + 1, 0]], axial_frequencies(4, 2)), ValueError, "positions"
+    ),
     "multiaxis module frequencies of NaN": Bad(
         lambda: MultiAxisRotaryEmbedding([[float("nan"), 1.0]]), ValueError, "frequencies"
     ),
@@ -755,6 +767,16 @@ BAD_CALLS = {
     ),
     "multiaxis forward positions not broadcasting into x": Bad(
         lambda: MultiAxisRotaryEmbedding(axial_frequencies(4, 2))(torch.ones(2, 3, 4), torch.ones(5, 2, 3, 2)),
+        ValueError,
+        "positions",
+    ),
+    "multiaxis forward integer coordinate not exact in float64": Bad(
+        lambda: MultiAxisRotaryEmbedding(axial_frequencies(4, 2))(torch.ones(1, 4), torch.tensor([[2**53 + 1, 0]])),
+        ValueError,
+        "positions",
+    ),
+    "multiaxis forward (batch, seq, n_axes) positions against (batch, heads, seq, head_dim)": Bad(
+        lambda: MultiAxisRotaryEmbedding(axial_frequencies(4, 2))(torch.ones(2, 2, 3, 4), torch.ones(2, 3, 2)),
         ValueError,
         "positions",
     ),

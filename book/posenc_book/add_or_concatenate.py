@@ -10,6 +10,8 @@ subspace that holds most of a set of vectors' energy with the share of other vec
 
 from __future__ import annotations
 
+import math
+import numbers
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -93,8 +95,11 @@ def layer_cost(d_model, *, combine="add", d_position=0, seq_len=1, ffn_multiplie
 
     Raises
     ------
+    TypeError
+        If ``d_model``, ``d_position``, ``seq_len`` or ``ffn_multiplier`` is not an int (a bool is not).
     ValueError
-        If ``combine`` is unknown, or ``d_position`` does not fit ``combine``.
+        If ``combine`` is unknown, ``d_position`` does not fit ``combine``, or ``d_model``, ``seq_len`` or
+        ``ffn_multiplier`` is below 1.
 
     Notes
     -----
@@ -126,6 +131,10 @@ def layer_cost(d_model, *, combine="add", d_position=0, seq_len=1, ffn_multiplie
     """
     if combine not in COMBINE_MODES:
         raise ValueError(f"combine must be one of {COMBINE_MODES}, got {combine!r}")
+    d_model = _count(d_model, "d_model", minimum=1)
+    d_position = _count(d_position, "d_position", minimum=0)
+    seq_len = _count(seq_len, "seq_len", minimum=1)
+    ffn_multiplier = _count(ffn_multiplier, "ffn_multiplier", minimum=1)
     if combine == "add" and d_position != 0:
         raise ValueError(
             f"d_position must be 0 for combine='add' (an added position vector has d_model entries), got {d_position}"
@@ -146,6 +155,15 @@ def layer_cost(d_model, *, combine="add", d_position=0, seq_len=1, ffn_multiplie
     )
 
 
+def _count(value, name: str, *, minimum: int) -> int:
+    """``value`` as an int ``>= minimum``: a bool, a float or anything else that is not an integer is refused."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int >= {minimum}, got {type(value).__name__} {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be an int >= {minimum}, got {value}")
+    return int(value)
+
+
 class LogitTerms(NamedTuple):
     """The four parts of the attention logits of token-plus-position inputs (see :func:`logit_terms`).
 
@@ -159,11 +177,29 @@ class LogitTerms(NamedTuple):
 
 
 def _matrix(value, name: str, shape_text: str) -> np.ndarray:
-    """``value`` as a float64 array, refused unless it is 2-D."""
-    array = np.asarray(value, dtype=np.float64)
+    """``value`` as a float64 array, refused unless it is 2-D, real (not complex) and finite."""
+    array = np.asarray(value)
+    if array.dtype.kind == "c":
+        raise TypeError(f"{name} must be real, got an array of dtype {array.dtype}")
+    array = array.astype(np.float64)
     if array.ndim != 2:
         raise ValueError(f"{name} must be a 2-D array {shape_text}, got shape {array.shape}")
+    if not np.all(np.isfinite(array)):
+        raise ValueError(f"{name} must be finite: found NaN or infinity")
     return array
+
+
+def _scaled_rows(rows: np.ndarray, name: str, what: str) -> np.ndarray:
+    """Each row scaled by the power of 2 that brings its largest entry into [0.5, 1): its norm cannot overflow or
+    underflow, and the scaling is exact.
+
+    Cosines and energy shares do not change when a row is scaled; ``what`` says, for the message, what a zero row
+    would leave undefined.
+    """
+    largest = np.abs(rows).max(axis=1, keepdims=True) if rows.shape[1] else np.zeros((rows.shape[0], 1))
+    if np.any(largest == 0):
+        raise ValueError(f"{name} must have no zero row: {what}")
+    return np.ldexp(rows, -np.frexp(largest)[1])  # by a power of 2: exact, largest entry in [0.5, 1)
 
 
 def logit_terms(tokens, positions, w_query, w_key):
@@ -188,7 +224,9 @@ def logit_terms(tokens, positions, w_query, w_key):
     Raises
     ------
     ValueError
-        If an argument is not 2-D, or the shapes do not fit together.
+        If an argument is not 2-D or not finite, or the shapes do not fit together.
+    TypeError
+        If an argument is complex.
 
     Notes
     -----
@@ -256,7 +294,9 @@ def mean_abs_cosine(rows_a, rows_b):
     Raises
     ------
     ValueError
-        If an argument is not 2-D or holds a zero row, or the widths differ.
+        If an argument is not 2-D, not finite or holds a zero row, or the widths differ.
+    TypeError
+        If an argument is complex.
 
     Notes
     -----
@@ -273,11 +313,10 @@ def mean_abs_cosine(rows_a, rows_b):
     rows_b = _matrix(rows_b, "rows_b", "(n_b, d)")
     if rows_a.shape[1] != rows_b.shape[1]:
         raise ValueError(f"rows_a and rows_b must have the same width, got {rows_a.shape[1]} and {rows_b.shape[1]}")
-    for name, rows in (("rows_a", rows_a), ("rows_b", rows_b)):
-        if np.any(np.linalg.norm(rows, axis=1) == 0):
-            raise ValueError(f"{name} must have no zero row: the cosine of a zero vector is undefined")
-    unit_a = rows_a / np.linalg.norm(rows_a, axis=1, keepdims=True)
-    unit_b = rows_b / np.linalg.norm(rows_b, axis=1, keepdims=True)
+    undefined = "the cosine of a zero vector is undefined"
+    scaled_a, scaled_b = _scaled_rows(rows_a, "rows_a", undefined), _scaled_rows(rows_b, "rows_b", undefined)
+    unit_a = scaled_a / np.linalg.norm(scaled_a, axis=1, keepdims=True)
+    unit_b = scaled_b / np.linalg.norm(scaled_b, axis=1, keepdims=True)
     return float(np.abs(unit_a @ unit_b.T).mean())
 
 
@@ -300,7 +339,9 @@ def energy_subspace(rows, energy=0.99):
     Raises
     ------
     ValueError
-        If ``rows`` is not 2-D or is all zero, or ``energy`` is not in :math:`(0, 1)`.
+        If ``rows`` is not 2-D, not finite or all zero, or ``energy`` is not in :math:`(0, 1)`.
+    TypeError
+        If ``rows`` is complex.
 
     Notes
     -----
@@ -318,10 +359,13 @@ def energy_subspace(rows, energy=0.99):
     rows = _matrix(rows, "rows", "(n, d)")
     if not 0.0 < energy < 1.0:
         raise ValueError(f"energy must be a share in (0, 1), got {energy!r}")
-    _, singular, right = np.linalg.svd(rows, full_matrices=False)
-    total = float(np.sum(singular**2))
-    if total == 0.0:
+    largest = float(np.abs(rows).max()) if rows.size else 0.0
+    if largest == 0.0:
         raise ValueError("rows must not be all zero: they have no energy to hold")
+    # the shares do not change with the scale of the table: scaled exactly by a power of 2, its squared singular
+    # values cannot overflow or underflow
+    _, singular, right = np.linalg.svd(np.ldexp(rows, -math.frexp(largest)[1]), full_matrices=False)
+    total = float(np.sum(singular**2))
     cumulative = np.cumsum(singular**2) / total
     k = int(np.searchsorted(cumulative, energy)) + 1
     return right[:k].T
@@ -346,8 +390,10 @@ def energy_share(vectors, basis):
     Raises
     ------
     ValueError
-        If an argument is not 2-D, ``vectors`` holds a zero row, the widths differ, or the columns of
-        ``basis`` are not orthonormal (to 1e-8).
+        If an argument is not 2-D or not finite, ``vectors`` holds a zero row, the widths differ, or the
+        columns of ``basis`` are not orthonormal (to 1e-8).
+    TypeError
+        If an argument is complex.
 
     Notes
     -----
@@ -365,7 +411,5 @@ def energy_share(vectors, basis):
         raise ValueError(f"basis must have d = {vectors.shape[1]} rows, the width of vectors, got {basis.shape[0]}")
     if not np.allclose(basis.T @ basis, np.eye(basis.shape[1]), rtol=0, atol=1e-8):
         raise ValueError("basis must have orthonormal columns (basis.T @ basis = I)")
-    norms = np.sum(vectors**2, axis=1)
-    if np.any(norms == 0):
-        raise ValueError("vectors must have no zero row: the share of a zero vector is undefined")
-    return np.sum((vectors @ basis) ** 2, axis=1) / norms
+    scaled = _scaled_rows(vectors, "vectors", "the share of a zero vector is undefined")
+    return np.sum((scaled @ basis) ** 2, axis=1) / np.sum(scaled**2, axis=1)

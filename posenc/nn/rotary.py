@@ -499,7 +499,8 @@ class RotaryEmbedding(nn.Module):
             for every offset); an int is specialised by Dynamo, so compile with ``dynamic=True`` for one graph
             (without it, Dynamo makes a second, dynamic graph when the int first changes, and no more).
         positions : (seq,), (1, seq) or (batch, seq) tensor, array_like of real, or None, default None
-            The position of each row instead, any finite reals (fractional included); not with an
+            The position of each row instead, any finite reals (fractional included; integers at most
+            ``2**53`` in magnitude, where float64 is exact); not with an
             ``offset``. A ``(batch, seq)`` tensor (transformers' ``position_ids``) gives each entry of
             ``x``'s first axis its own positions: its leading axes line up with ``x``'s first axes (before
             ``seq_dim``), each 1 or equal to ``x``'s. A tensor when compiled. Integer positions inside the
