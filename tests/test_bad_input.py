@@ -213,6 +213,12 @@ BAD_CALLS = {
     "LayerRotary with an odd rotary_dim": Bad(
         lambda: LayerRotary("full_attention", True, 16, rotary_dim=7), ValueError, "rotary_dim"
     ),
+    # issue 32: accepted, inverse_frequencies() answered with base, and rotate() raised later
+    "LayerRotary with a base its scaling's rope_theta contradicts": Bad(
+        lambda: LayerRotary("full_attention", True, 8, 8, base=10000.0, scaling=RopeScaling(rope_theta=5e5)),
+        ValueError,
+        "base",
+    ),
     "QueryScaling of an unknown kind": Bad(lambda: QueryScaling("temperature", 0.1, 8.0), ValueError, "kind"),
     "query_scale at a negative position": Bad(
         lambda: query_scale([-1], QueryScaling("llama4_beta", 0.1, 8.0)), ValueError, "positions"
