@@ -622,9 +622,10 @@ def _partial_rotary(rotating: list[KindCheck]) -> list[CheckWarning]:
     message = (
         "Only part of each head rotates: "
         + "; ".join(described)
-        + ". Engines have rotated the whole head or built the frequencies over the wrong width: MaxText on its "
-        "M-RoPE path (AI-Hypercomputer/maxtext#4616), vLLM for Bailing-MoE (vllm-project/vllm#43770), NxD "
-        "Inference's Gemma 4 (aws-neuron/neuronx-distributed-inference#106)."
+        + ". Engines have dropped the partial factor or built the frequencies over the wrong width: MaxText "
+        "rotated the whole head on its M-RoPE path (AI-Hypercomputer/maxtext#4616), vLLM's Bailing-MoE took "
+        "rotary_dim as the head and the factor as 1 (vllm-project/vllm#43770), NxD Inference's Gemma 4 built its "
+        "proportional frequencies over 128 features instead of 512 (aws-neuron/neuronx-distributed-inference#106)."
     )
     return [
         CheckWarning(
