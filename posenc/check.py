@@ -734,6 +734,8 @@ def _nope_layers(plan: RotaryPlan, kinds: tuple[KindCheck, ...], file: Mapping[s
     nope = [index for kind in kinds if kind.attention and not kind.kind.rotates for index in kind.layers]
     attention = sum(len(kind.layers) for kind in kinds if kind.attention)
     keys = {} if file is None else {key: file[key] for key in _NOPE_KEYS if key in file}
+    if plan.model_type != "granitemoehybrid":  # other families' position_embedding_type says something else
+        keys.pop("position_embedding_type", None)
     if not nope and not keys:
         return []
     parts = []
@@ -743,8 +745,9 @@ def _nope_layers(plan: RotaryPlan, kinds: tuple[KindCheck, ...], file: Mapping[s
         )
     else:
         parts.append("Every attention layer rotates.")
-    sources = [f"{_GITHUB}pytorch/executorch/issues/22043"]
+    sources = []
     if "no_rope_layers" in keys or "no_rope_layer_interval" in keys:
+        sources.append(f"{_GITHUB}pytorch/executorch/issues/22043")
         parts.append(
             "In no_rope_layers a 1 marks a layer that rotates and a 0 a NoPE layer, despite the name "
             "(SmolLM3Config's docstring); without the list, no_rope_layer_interval n makes every n-th layer "
