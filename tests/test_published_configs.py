@@ -2,10 +2,12 @@
 
 Each file is a checkpoint's config.json exactly as a public copy holds it (MANIFEST.json names the copy: repository,
 path, commit); these tests check that the files and the manifest agree, that every file is a config transformers
-could be handed (a JSON object with a model_type), and that the corpus is as large and as varied as issue 32 asks.
+could be handed (a JSON object with a model_type) whose bytes are still those read from the source (MANIFEST.json's
+sha256), and that the corpus is as large and as varied as issue 32 asks.
 What posenc makes of each file is tested elsewhere.
 """
 
+import hashlib
 import json
 import re
 from collections import Counter
@@ -27,6 +29,7 @@ FIELDS = {
     "source",
     "source_note",
     "keys",
+    "sha256",
 }
 COMMIT = re.compile(r"[0-9a-f]{40}")
 REPO = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*")
@@ -55,6 +58,9 @@ def test_an_entry_describes_its_file(entry):
     assert entry["file"] == entry["checkpoint"].replace("/", "__") + ".json"
     raw = (CORPUS / entry["file"]).read_bytes()
     assert len(raw) <= MAX_BYTES
+    assert hashlib.sha256(raw).hexdigest() == entry["sha256"], (
+        "the stored bytes are no longer the bytes read from the source"
+    )
     config = json.loads(raw)
     assert isinstance(config, dict)
     assert isinstance(config.get("model_type"), str) and config["model_type"]
@@ -83,3 +89,13 @@ def test_an_entry_names_its_source(entry):
 def test_the_checkpoints_are_distinct():
     checkpoints = [entry["checkpoint"].lower() for entry in ENTRIES]
     assert [name for name, count in Counter(checkpoints).items() if count > 1] == []
+
+
+def test_the_corpus_has_issue_32s_floor_of_checkpoints():
+    assert len(ENTRIES) >= MIN_CHECKPOINTS, len(ENTRIES)
+
+
+def test_the_corpus_has_issue_32s_floor_of_families():
+    """Families are the files' top-level model_type values."""
+    families = {json.loads((CORPUS / entry["file"]).read_bytes())["model_type"] for entry in ENTRIES}
+    assert len(families) >= MIN_FAMILIES, sorted(families)
