@@ -743,7 +743,7 @@ def _nope_layers(plan: RotaryPlan, kinds: tuple[KindCheck, ...], file: Mapping[s
         parts.append(
             f"{len(nope)} of the {attention} attention layers do not rotate (NoPE): layers {_indices(tuple(nope))}."
         )
-    else:
+    elif attention:
         parts.append("Every attention layer rotates.")
     sources = []
     if "no_rope_layers" in keys or "no_rope_layer_interval" in keys:

@@ -266,7 +266,10 @@ def test_rotary_dim_key():
     assert "rotary-dim-key" not in codes(check_config(published("meta-llama__Llama-3.2-3B-Instruct")))
 
 
-@pytest.mark.parametrize("name", ["microsoft__phi-2", "Qwen__Qwen3-Next-80B-A3B-Instruct", "google__gemma-4-E2B-it"])
+@pytest.mark.parametrize(
+    "name",
+    ["microsoft__phi-2", "Qwen__Qwen3-Next-80B-A3B-Instruct", "google__gemma-4-E2B-it", "MiniMaxAI__MiniMax-M2.5"],
+)
 def test_partial_rotary_fires(name):
     report = check_config(published(name))
     assert "partial-rotary" in codes(report)
@@ -300,6 +303,38 @@ def test_nope_layers():
     assert warning.message.startswith("9 of the 36 attention layers do not rotate")
     assert "a 1 marks a layer that rotates" in warning.message
     assert "nope-layers" not in codes(check_config(published("meta-llama__Llama-3.2-3B-Instruct")))
+
+
+def test_nope_layers_of_granite_4_h_follow_position_embedding_type():
+    """GraniteMoeHybrid rotates only when position_embedding_type is 'rope' (its class default None leaves every
+    attention layer unrotated): a config built by transformers' class, as an object and as its dict."""
+    from transformers import GraniteMoeHybridConfig
+
+    config = GraniteMoeHybridConfig(num_hidden_layers=4, layer_types=["mamba", "attention"] * 2)
+    for given in (config, config.to_dict()):
+        report = check_config(given)
+        (warning,) = [w for w in report.warnings if w.code == "nope-layers"]
+        assert warning.message.startswith("2 of the 2 attention layers do not rotate (NoPE): layers 1, 3.")
+        assert ("position_embedding_type = None" in warning.message) is isinstance(given, dict)
+    rotating = {**config.to_dict(), "position_embedding_type": "rope"}
+    report = check_config(rotating)
+    assert [kind.kind.rotates for kind in report.kinds if kind.attention] == [True]
+    (warning,) = [w for w in report.warnings if w.code == "nope-layers"]  # the key's polarity, stated
+    assert warning.message.startswith("Every attention layer rotates. position_embedding_type = 'rope'")
+
+
+def test_partial_key_not_read():
+    """Llama's default frequencies ignore partial_rotary_factor (transformers' compute_default_rope_parameters):
+    Llama 2's file with a factor of 0.5 added rotates the whole head, and the warning says so; phi-2's factor and
+    MiniMax-M2.5's rotary_dim are read, and stay silent."""
+    data = published_dict("meta-llama__Llama-2-7b-hf")
+    data["partial_rotary_factor"] = 0.5
+    report = check_config(data)
+    assert [(kind.kind.rotary_dim, kind.kind.head_dim) for kind in report.kinds] == [(128, 128)]
+    (warning,) = [w for w in report.warnings if w.code == "partial-key-not-read"]
+    assert warning.message.startswith("The config carries partial_rotary_factor = 0.5, but")
+    for name in ("microsoft__phi-2", "MiniMaxAI__MiniMax-M2.5"):
+        assert "partial-key-not-read" not in codes(check_config(published(name))), name
 
 
 @pytest.mark.parametrize("name", ["openai__gpt-oss-20b", "deepseek-ai__DeepSeek-R1"])
