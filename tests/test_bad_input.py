@@ -24,6 +24,10 @@ import torch
 
 from posenc import (
     MAX_TABLE_ELEMENTS,
+    CheckWarning,
+    ConfigCheck,
+    ContextCheck,
+    KindCheck,
     LayerRotary,
     QueryScaling,
     RopeScaling,
@@ -34,6 +38,7 @@ from posenc import (
     base_condition_error,
     base_condition_holds,
     base_condition_sum,
+    check_config,
     cope_logits,
     cope_positions,
     forgetting_bias,
@@ -231,6 +236,27 @@ BAD_CALLS = {
     "RotaryPlan without layers": Bad(lambda: RotaryPlan("llama", (), None, "models/llama"), ValueError, "layers"),
     "LayerRotary with an odd rotary_dim": Bad(
         lambda: LayerRotary("full_attention", True, 16, rotary_dim=7), ValueError, "rotary_dim"
+    ),
+    # issue 32: accepted, inverse_frequencies() answered with base, and rotate() raised later
+    "LayerRotary with a base its scaling's rope_theta contradicts": Bad(
+        lambda: LayerRotary("full_attention", True, 8, 8, base=10000.0, scaling=RopeScaling(rope_theta=5e5)),
+        ValueError,
+        "base",
+    ),
+    # posenc check: a config it cannot read, and the report's parts (tests/test_check.py: the refusals of configs)
+    "check_config of a file that is not there": Bad(lambda: check_config("no/such/config.json"), ValueError, "config"),
+    "check_config with a context of 1": Bad(
+        lambda: check_config({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4}, context=1),
+        ValueError,
+        "context",
+    ),
+    "ConfigCheck without a plan": Bad(lambda: ConfigCheck("config.json", None, None, (), ()), TypeError, "plan"),
+    "KindCheck of a dict": Bad(lambda: KindCheck({}, (0,)), TypeError, "kind"),
+    "ContextCheck failing past its length": Bad(
+        lambda: ContextCheck(8, False, 8, "fails"), ValueError, "first_failure"
+    ),
+    "CheckWarning with one source as a str": Bad(
+        lambda: CheckWarning("truncate", "message", "chapter 13", "github.com/x/y"), TypeError, "sources"
     ),
     "QueryScaling of an unknown kind": Bad(lambda: QueryScaling("temperature", 0.1, 8.0), ValueError, "kind"),
     "query_scale at a negative position": Bad(

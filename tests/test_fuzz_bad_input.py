@@ -39,6 +39,10 @@ from test_bad_input import names_parameter, public_objects, takes_no_input
 import posenc
 import posenc.nn
 from posenc import (
+    CheckWarning,
+    ConfigCheck,
+    ContextCheck,
+    KindCheck,
     LayerRotary,
     QueryScaling,
     RopeScaling,
@@ -49,6 +53,7 @@ from posenc import (
     base_condition_error,
     base_condition_holds,
     base_condition_sum,
+    check_config,
     cope_logits,
     cope_positions,
     forgetting_bias,
@@ -952,6 +957,46 @@ SPECS = {
         ),
         lambda out, a: isinstance(out, RotaryPlan) or pytest.fail(f"returned {out!r}"),
     ),
+    "posenc.check_config": Spec(
+        check_config,
+        lambda a: check_config(a["config"], context=a["context"], model_type=a["model_type"]),
+        lambda: dict(config=dict(_LLAMA_CONFIG), context=4096, model_type="llama"),
+        lambda out, a: (
+            (isinstance(out, ConfigCheck) and max(map(len, out.render().splitlines())) <= 80)
+            or pytest.fail(f"returned {out!r}")
+        ),
+    ),
+    "posenc.ConfigCheck": Spec(
+        ConfigCheck,
+        lambda a: ConfigCheck(**a),
+        lambda: dict(
+            source="config.json",
+            part=None,
+            plan=_LLAMA_PLAN,
+            kinds=(KindCheck(_LLAMA_PLAN.kinds[0], (0, 1)),),
+            warnings=(CheckWarning("static-yarn", "message", "chapter 12"),),
+            context=4096,
+        ),
+        lambda out, a: isinstance(out, ConfigCheck) or pytest.fail(f"returned {out!r}"),
+    ),
+    "posenc.KindCheck": Spec(
+        KindCheck,
+        lambda a: KindCheck(**a),
+        lambda: dict(kind=_LLAMA_PLAN.kinds[0], layers=(0, 1), context=ContextCheck(64, True, None, "holds")),
+        lambda out, a: isinstance(out, KindCheck) or pytest.fail(f"returned {out!r}"),
+    ),
+    "posenc.ContextCheck": Spec(
+        ContextCheck,
+        lambda a: ContextCheck(**a),
+        lambda: dict(length=4096, holds=False, first_failure=1707, meaning="fails"),
+        lambda out, a: isinstance(out, ContextCheck) or pytest.fail(f"returned {out!r}"),
+    ),
+    "posenc.CheckWarning": Spec(
+        CheckWarning,
+        lambda a: CheckWarning(**a),
+        lambda: dict(code="truncate", message="message", see="chapter 13", sources=("github.com/x/y/pull/1",)),
+        lambda out, a: isinstance(out, CheckWarning) or pytest.fail(f"returned {out!r}"),
+    ),
     "posenc.QueryScaling": Spec(
         QueryScaling,
         lambda a: QueryScaling(**a),
@@ -1169,6 +1214,10 @@ CONTENT_SPECS = {
     ),
 }
 SPECS.update(CONTENT_SPECS)
+_LLAMA_CONFIG = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2}
+"""A minimal Llama config.json dict: what posenc.check_config is fuzzed from."""
+
+_LLAMA_PLAN = RotaryPlan.from_config(_LLAMA_CONFIG)
 
 
 def parameter_names(target) -> list[str]:
