@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Literal
 
@@ -225,6 +225,9 @@ class Family:
     per_layer_required: bool = False  # a per_layer_config the class derives by a rule posenc does not carry
     nope_on_full_layers: bool = False  # MUSE: without layer_rope_theta, the layer pattern's full layers are NoPE
     partial_hardcoded: bool = False  # Bamba: __post_init__ sets the top-level partial_rotary_factor to its default
+    rotary_dim_key: str | None = None  # MiniMax-M2: a legacy width, partial_rotary_factor = value / head_dim
+    rope_switch: tuple[str, str] | None = None  # Granite 4.0-H: the model rotates only when config[key] == value
+    partial_ignored: bool = False  # the default frequencies never read partial_rotary_factor (PARTIAL_IGNORED)
 
     @property
     def source(self) -> str:
@@ -1525,6 +1528,7 @@ FAMILIES: dict[str, Family] = {
             rope_theta=10000.0,
         ),
         layer_pattern=LayerPattern("constant", full="linear_attention"),
+        rope_switch=("position_embedding_type", "rope"),  # GraniteMoeHybridModel: rotary_emb only for "rope"
     ),
     "granitemoeshared": _f(
         "granitemoeshared",
@@ -1989,6 +1993,7 @@ FAMILIES: dict[str, Family] = {
             num_hidden_layers=62,
             rope_theta=5000000.0,
         ),
+        rotary_dim_key="rotary_dim",  # MiniMaxM2Config.convert_rope_params_to_dict
     ),
     "minimax_m3_vl_text": _f(
         "minimax_m3_vl",
@@ -3320,3 +3325,36 @@ FAMILIES: dict[str, Family] = {
     ),
 }
 """The families of transformers v5.23 whose configuration builds with its defaults and rotates, by ``model_type``."""
+
+PARTIAL_IGNORED = frozenset(
+    """
+    afmoe apertus arcee aria_text axk1 axk2 bailing_hybrid beam bitnet blt_global_transformer blt_local_decoder
+    blt_local_encoder blt_patcher chameleon cohere cohere2 cohere2_moe cosmos3_edge_text csm
+    csm_depth_decoder_model cwm dbrx deepseek_ocr2_encoder deepseek_ocr2_text deepseek_v2 deepseek_v3
+    deepseek_v32 dia_decoder dia_encoder diffllama doge dots1 embedding_gemma2_text emu3_text_model eomt_dinov3
+    ernie4_5 ernie4_5_moe ernie4_5_vl_moe_text esmc eurobert evolla exaone4 exaone_moe falcon falcon_h1
+    flex_olmo flint gemma gemma2 gemma3_text gemma3n_text gemma4_text gemma4_unified_text glm_moe_dsa gpt_oss
+    gradium_phonon_tts granite granite4_vision_text granite_docling_text granite_swa granitemoe granitemoe_swa
+    granitemoehybrid granitemoeshared gte helium higgs_audio_v2 hrm_text hunyuan_v1_dense hunyuan_v1_moe
+    hunyuan_vl_text hy_v3 hy_v4 hyperclovax idefics jais2 jetmoe jina_embeddings_v3 kolibri1
+    kyutai_speech_to_text lasr_encoder lfm2 lfm2_moe lfm3 llama llama4_text longcat_flash mimi mimi_decoder
+    mimi_encoder minicpm3 minimax ministral ministral3 mistral mistral4 mistral_large4_text mixtral
+    mllama_text_model modernbert modernbert-decoder molmo2_text moshi muse_glimmer_assistant muse_glimmer_text
+    muse_spark_text nanochat neucodec nomic_bert olmo olmo2 olmo3 olmo_hybrid olmoe openai_privacy_filter
+    paddleocr_vl_text pe_audio_encoder pe_audio_video_encoder pe_video_encoder phimoe pocket_tts
+    pocket_tts_audio_tokenizer pocket_tts_audio_tokenizer_decoder pocket_tts_audio_tokenizer_encoder qwen2
+    qwen2_5_omni_dit qwen2_5_omni_talker qwen2_5_omni_text qwen2_5_vl_text qwen2_moe qwen2_vl_text qwen3
+    qwen3_moe qwen3_omni_moe_code2wav qwen3_omni_moe_talker_code_predictor qwen3_omni_moe_talker_text
+    qwen3_omni_moe_text qwen3_vl_moe_text qwen3_vl_text seed_oss smollm3 starcoder2 t5_gemma_module
+    t5gemma2_decoder t5gemma2_text timesfm2_5 ultrabert unlimited_ocr_text vaultgemma voxtral_realtime_encoder
+    voxtral_realtime_text xcodec2 youtu zamba2
+    """.split()
+)
+"""The families whose rotary embedding's ``compute_default_rope_parameters`` never reads ``partial_rotary_factor``
+(Llama's and its copies): under the default rope type they turn the whole head whatever the factor says, while the
+other rope types' frequencies (``modeling_rope_utils``) cover ``int(head_dim * factor)`` features, which their
+``apply_rotary_pos_emb`` cannot apply to the whole head. tests/test_model_zoo.py reads this set from each family's
+rotary class."""
+
+for _name in PARTIAL_IGNORED:
+    FAMILIES[_name] = replace(FAMILIES[_name], partial_ignored=True)

@@ -715,6 +715,10 @@ def _read(config: object, model_type: str | None) -> RotaryPlan:
         reader.defaults = family.defaults.values
     layer_types = _layer_types(reader, family)
     rope = _rope_parameters(reader, family, layer_types)
+    if family.rope_switch is not None and reader.get(family.rope_switch[0]) != family.rope_switch[1]:
+        # Granite 4.0-H builds its rotary embedding only for position_embedding_type "rope" (its checkpoints say
+        # "nope", its class None): every attention layer then runs unrotated, whatever the rope dict says
+        rope = None
     n_layers = _n_layers(reader, family, layer_types)
     max_positions = reader.get("max_position_embeddings")
     if max_positions is not None:
@@ -856,6 +860,12 @@ def _fill_rope_defaults(reader: _Config, family: Family, rope: dict[str, Any], l
     for key in ("rope_theta", "partial_rotary_factor"):
         names = [legacy for legacy, canonical in family.aliases if canonical == key] + [key]
         given = next((reader.get(name) for name in names if reader.given(name)), _MISSING)
+        width_key = family.rotary_dim_key
+        if key == "partial_rotary_factor" and given is _MISSING and width_key and reader.get(width_key) is not None:
+            # MiniMax-M2's convert_rope_params_to_dict: a legacy width, kwargs.setdefault("partial_rotary_factor",
+            # rotary_dim / head_dim), where neither the file's factor nor the rope dict's says otherwise
+            width = check_int(reader.get(width_key), f"config[{width_key!r}]", minimum=1)
+            given = width / _head_dim(reader, family)
         if key == "partial_rotary_factor" and family.partial_hardcoded and given is not _MISSING:
             # Bamba's __post_init__ replaces the top-level value by its default before the rope dict takes it
             given = family.defaults.values[key]
@@ -1142,16 +1152,28 @@ def _read_layer(
         and parameters.get("rope_type", parameters.get("type")) == "dynamic"
     ):
         # HunYuan: "dynamic" with a fixed alpha is a fixed NTK base, base * alpha ** (d / (d - 2)).
+        # Its compute_ntk_alpha_rope_parameters reads rope_theta, alpha and config.head_dim, nothing else: the
+        # other keys its checkpoints ship (factor, YaRN's beta_fast, mscale, ...) are ignored, and the whole head turns.
         alpha = check_real(family_values["alpha"], f"{where}['alpha']", above=0.0)
-        parameters = {key: value for key, value in parameters.items() if key not in ("rope_type", "type", "factor")}
         base = base * alpha ** (config_head_dim / (config_head_dim - 2))
-        parameters["rope_theta"] = base
+        parameters = {"rope_type": "default", "rope_theta": base}
     scaling = RopeScaling.from_dict(
         parameters,
         max_position_embeddings=max_positions,
         original_max_position_embeddings=reader.get("original_max_position_embeddings"),
     )
+    if family.partial_ignored and scaling.rope_type == "default" and scaling.partial_rotary_factor != 1.0:
+        # Llama's compute_default_rope_parameters (and its copies) never reads the factor: the whole head turns
+        scaling = replace(scaling, partial_rotary_factor=1.0)
     rotary_dim = family.axial_rotary_dim(config_head_dim) or _rotary_dim(config_head_dim, scaling, where)
+    if family.partial_ignored and family.rotary != "mla" and scaling.rope_type != "proportional":
+        if rotary_dim != config_head_dim:
+            raise ValueError(
+                f"{where}['partial_rotary_factor'] = {scaling.partial_rotary_factor}: the {scaling.rope_type!r} "
+                f"frequencies cover int({config_head_dim} * {scaling.partial_rotary_factor}) = {rotary_dim} features, "
+                f"but {family.source} turns every feature of the head (its default frequencies ignore the factor, "
+                "its apply_rotary_pos_emb does not slice), so transformers fails on this config"
+            )
     head_dim, offset = config_head_dim, 0
     if family.rotary == "mla":
         nope_dim, rope_dim = _mla_dims(layer)[1:]

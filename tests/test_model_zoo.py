@@ -924,3 +924,26 @@ def test_the_defaults_checks_see_a_wrong_default(zoo, monkeypatch):
             if is_value:
                 with pytest.raises(AssertionError):
                     check_table_defaults(config, monkeypatch)
+
+
+def test_the_families_whose_default_frequencies_ignore_the_partial_factor_are_those_of_the_code(zoo):
+    """posenc's :data:`posenc._families.PARTIAL_IGNORED` is the set of census families whose rotary class's
+    ``compute_default_rope_parameters`` never mentions ``partial_rotary_factor`` (nor a legacy width): read from the
+    source of each class, so that a family that changes either way shows here."""
+    from posenc._families import PARTIAL_IGNORED
+
+    ignoring, reading = set(), set()
+    for family, config in zoo:
+        name = type(config).__name__
+        if name in NOT_ROTARY or model_type_of(config) not in FAMILIES:
+            continue
+        _, rotary = rotary_class(config)
+        default = getattr(rotary, "compute_default_rope_parameters", None)
+        if default is None:
+            continue  # a multi-axis tower: no default frequencies to ignore a factor in
+        source = inspect.getsource(default)
+        mentions = re.search(r"partial_rotary_factor|rotary_dim|rotary_pct", source)
+        (reading if mentions else ignoring).add(model_type_of(config))
+    assert not ignoring & reading
+    assert PARTIAL_IGNORED == ignoring
+    assert len(ignoring) >= 150 and {"llama", "mistral", "qwen2", "qwen3", "gemma", "mixtral"} <= ignoring
