@@ -18,11 +18,8 @@ says nothing and is left out of the error, and the cell says how many were.
 from __future__ import annotations
 
 import copy
-import csv
-import io
-import json
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,11 +37,11 @@ __all__ = [
     "Cell",
     "Engine",
     "LayerAnswer",
+    "NotAsked",
     "NotServed",
     "angle_tolerance",
     "pair_angle_errors",
     "pair_frequencies",
-    "cells_to_csv",
     "measure",
     "positions_of",
     "probe",
@@ -161,6 +158,10 @@ def angle_tolerance(kind: posenc.LayerRotary, position: float) -> NDArray[np.flo
     angle = abs(position) * pair_frequencies(kind, position)
     per_pair = angle * (math.log(kind.base) + 12.0) * EPS32 + 8.0 * EPS32
     return np.asarray(2.0 * per_pair + 2.0 * angle * EPS32, dtype=np.float64)
+
+
+class NotAsked(Exception):
+    """Raised by an adapter that cannot ask its engine what a case needs (the reason is the message): ``"n/a"``."""
 
 
 class NotServed(Exception):
@@ -357,65 +358,6 @@ def measure(case: Case, engine: Engine | None, *, build_error: str = "", seed: i
     details = cell.failures[:3] + ([f"... {len(cell.failures) - 3} more"] if len(cell.failures) > 3 else [])
     cell.detail = "; ".join(details + [f"not measured: {reason}" for reason in reasons])
     return cell
-
-
-CSV_FIELDS = (
-    "case",
-    "engine",
-    "version",
-    "verdict",
-    "angle_error_rad",
-    "worst_ratio_to_tolerance",
-    "length_error",
-    "passthrough_error",
-    "compared_pairs",
-    "skipped_pairs",
-    "detail",
-)
-
-
-def cells_to_csv(cells: Iterable[Cell]) -> str:
-    """The cells as CSV text, one row per case and engine, :data:`CSV_FIELDS` as the header."""
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(CSV_FIELDS)
-    for c in cells:
-        writer.writerow(
-            [
-                c.case,
-                c.engine,
-                c.version,
-                c.verdict,
-                f"{c.angle_error:.3e}",
-                f"{c.worst_ratio:.3g}",
-                f"{c.length_error:.3e}",
-                f"{c.passthrough_error:.3e}",
-                c.compared_pairs,
-                c.skipped_pairs,
-                c.detail,
-            ]
-        )
-    return out.getvalue()
-
-
-def run_engine(
-    cases: Sequence[Case], build: Callable[[Case], Engine], *, errors: tuple[type[BaseException], ...] = ()
-) -> list[Cell]:
-    """``measure`` every case in one engine; a loader error of a type in ``errors`` makes a ``"refused"`` cell."""
-    cells = []
-    for case in cases:
-        try:
-            engine = build(case)
-        except errors as error:
-            cells.append(measure(case, None, build_error=f"{type(error).__name__}: {error}"))
-            continue
-        cells.append(measure(case, engine))
-    return cells
-
-
-def dumps(config: Mapping[str, Any]) -> str:
-    """A config as the ``config.json`` text an engine's loader reads."""
-    return json.dumps(config, indent=2, sort_keys=True)
 
 
 def pair_angle_errors(

@@ -15,18 +15,24 @@ re-saved with transformers 5 ships that form.
 from __future__ import annotations
 
 import copy
+import json
 import logging
+import pathlib
 from typing import Any
 
 from posenc_book.engines import Case
 from posenc_book.zoo import PUBLISHED_CONFIGS
 
-__all__ = ["CASES", "as_saved", "complete"]
+CORPUS = pathlib.Path(__file__).resolve().parents[3] / "tests" / "data" / "published_configs"
+"""Published ``config.json`` files, each stored byte for byte with its source in ``MANIFEST.json``."""
+
+__all__ = ["CASES", "CORPUS", "as_saved", "complete", "published_file", "transformers_config"]
 
 _DROPPED = ("_name_or_path", "transformers_version", "dtype", "torch_dtype", "id2label", "label2id", "architectures")
 
 
-def _transformers_config(values: dict[str, Any]) -> Any:
+def transformers_config(values: dict[str, Any]) -> Any:
+    """transformers' configuration object of a ``config.json`` dict (``AutoConfig.for_model``), its logging quiet."""
     from transformers import AutoConfig
 
     kwargs = copy.deepcopy(values)
@@ -46,7 +52,7 @@ def complete(values: dict[str, Any]) -> dict[str, Any]:
     The rotary keys the class derives (``rope_parameters``) are not added when the file spells its rotation with
     the legacy keys: the engines read the file, not transformers' reading of it.
     """
-    saved = _transformers_config(values).to_dict()
+    saved = transformers_config(values).to_dict()
     legacy = not any(key in values for key in ("rope_parameters",))
     full = {key: value for key, value in saved.items() if key not in _DROPPED}
     if legacy:
@@ -66,7 +72,7 @@ def as_saved(case: Case) -> Case:
     config = copy.deepcopy(dict(case.config))
     if case.text_key is not None:
         return case  # composite configs are not re-saved here
-    saved = _transformers_config(config).to_dict()
+    saved = transformers_config(config).to_dict()
     full = {key: value for key, value in saved.items() if key not in _DROPPED}
     for key in ("rope_scaling", "rope_theta", "rotary_pct", "rotary_emb_base", "partial_rotary_factor", "rotary_dim"):
         if key not in saved:
@@ -101,7 +107,7 @@ def _defaults(model_type: str, *, legacy: bool = True) -> dict[str, Any]:
     per-layer-type dicts that are all equal become that one dict.
     ``legacy=False`` keeps transformers 5.23's ``rope_parameters``, as families released with it publish.
     """
-    saved = _transformers_config({"model_type": model_type}).to_dict()
+    saved = transformers_config({"model_type": model_type}).to_dict()
     config = {key: value for key, value in saved.items() if key not in _DROPPED}
     parameters = config.get("rope_parameters")
     if legacy and isinstance(parameters, dict) and "rope_theta" not in parameters:
@@ -118,70 +124,6 @@ def _defaults(model_type: str, *, legacy: bool = True) -> dict[str, Any]:
         config["rope_scaling"] = parameters if rope_type != "default" else None  # transformers 4 wrote null
     return config
 
-
-_PHI35_LONG = [
-    1.0800000429153442, 1.1100000143051147, 1.1399999856948853, 1.340000033378601, 1.5899999141693115,
-    1.600000023841858, 1.6200000047683716, 2.620000123977661, 3.2300000190734863, 3.2300000190734863,
-    4.789999961853027, 7.400000095367432, 7.700000286102295, 9.09000015258789, 12.199999809265137,
-    17.670000076293945, 24.46000099182129, 28.57000160217285, 30.420001983642578, 30.840002059936523,
-    32.590003967285156, 32.93000411987305, 42.320003509521484, 44.96000289916992, 50.340003967285156,
-    50.45000457763672, 57.55000305175781, 57.93000411987305, 58.21000289916992, 60.1400032043457,
-    62.61000442504883, 62.62000274658203, 62.71000289916992, 63.1400032043457, 63.1400032043457,
-    63.77000427246094, 63.93000411987305, 63.96000289916992, 63.970001220703125, 64.02999877929688,
-    64.06999969482422, 64.08000183105469, 64.12000274658203, 64.41000366210938, 64.4800033569336,
-    64.51000213623047, 64.52999877929688, 64.83999633789062,
-]  # fmt: skip
-_PHI35_SHORT = [
-    1.0, 1.0199999809265137, 1.0299999713897705, 1.0299999713897705, 1.0499999523162842, 1.0499999523162842,
-    1.0499999523162842, 1.0499999523162842, 1.0499999523162842, 1.0699999332427979, 1.0999999046325684,
-    1.1099998950958252, 1.1599998474121094, 1.1599998474121094, 1.1699998378753662, 1.2899998426437378,
-    1.339999794960022, 1.679999828338623, 1.7899998426437378, 1.8199998140335083, 1.8499997854232788,
-    1.8799997568130493, 1.9099997282028198, 1.9399996995925903, 1.9899996519088745, 2.0199997425079346,
-    2.0199997425079346, 2.0199997425079346, 2.0199997425079346, 2.0199997425079346, 2.0199997425079346,
-    2.0299997329711914, 2.0299997329711914, 2.0299997329711914, 2.0299997329711914, 2.0299997329711914,
-    2.0299997329711914, 2.0299997329711914, 2.0299997329711914, 2.0299997329711914, 2.0799996852874756,
-    2.0899996757507324, 2.189999580383301, 2.2199995517730713, 2.5899994373321533, 2.729999542236328,
-    2.749999523162842, 2.8399994373321533,
-]  # fmt: skip
-
-_PHI35 = {
-    "model_type": "phi3",
-    "hidden_size": 3072,
-    "intermediate_size": 8192,
-    "num_attention_heads": 32,
-    "num_key_value_heads": 32,
-    "num_hidden_layers": 32,
-    "max_position_embeddings": 131072,
-    "original_max_position_embeddings": 4096,
-    "rms_norm_eps": 1e-05,
-    "rope_theta": 10000.0,
-    "rope_scaling": {"long_factor": _PHI35_LONG, "short_factor": _PHI35_SHORT, "type": "longrope"},
-    "sliding_window": 262144,
-    "vocab_size": 32064,
-}
-"""microsoft/Phi-3.5-mini-instruct's config.json, its rotary keys and sizes, as a copy quotes it in full (an ONNX
-export recipe, ``get_phi35``, found by a code search whose index does not name the repository)."""
-
-_MINIMAX_M2 = {
-    "model_type": "minimax_m2",
-    "hidden_size": 3072,
-    "intermediate_size": 1536,
-    "num_hidden_layers": 62,
-    "num_attention_heads": 48,
-    "num_key_value_heads": 8,
-    "head_dim": 128,
-    "rotary_dim": 64,
-    "rope_theta": 5000000,
-    "max_position_embeddings": 196608,
-    "num_local_experts": 256,
-    "num_experts_per_tok": 8,
-    "use_qk_norm": True,
-    "shared_intermediate_size": 0,
-    "vocab_size": 200064,
-}
-"""MiniMaxAI/MiniMax-M2's config.json as test fixtures of other projects quote it (head_dim 128, rotary_dim 64,
-rope_theta 5e6, and ``shared_intermediate_size`` 0, which mlx-lm's loader requires, from a second fixture; found by a
-code search whose index does not name the repositories); not the file itself."""
 
 _HUNYUAN_7B = {
     "model_type": "hunyuan_v1_dense",
@@ -208,34 +150,43 @@ _CLASS = (
 )
 _CLASS_V5 = "transformers 5.23 configuration class defaults, as transformers 5.23 saves them; no published file read"
 
+
+def published_file(file: str) -> tuple[dict[str, Any], str]:
+    """A stored published ``config.json`` (the whole file) and its source, as :data:`CORPUS`'s manifest names it."""
+    manifest = json.loads((CORPUS / "MANIFEST.json").read_text())
+    entry = next(e for e in manifest["entries"] if e["file"] == file)
+    source = entry["source"]
+    commit = source["commit"][:7]
+    where = f"{entry['checkpoint']}'s config.json, the copy in {source['repo']} ({source['path']}, {commit})"
+    return json.loads((CORPUS / file).read_text()), where
+
+
+def _real(name: str, file: str, covers: tuple[str, ...], **keys: Any) -> Case:
+    config, source = published_file(file)
+    return Case(name, file.removesuffix(".json").replace("__", "/"), config, source, covers, **keys)
+
+
 CASES: tuple[Case, ...] = (
-    Case(
-        "Llama 3.1 8B",
-        "meta-llama/Llama-3.1-8B-Instruct",
-        complete(_published("meta-llama/Llama-3.1-8B-Instruct")),
-        PUBLISHED_CONFIGS["meta-llama/Llama-3.1-8B-Instruct"].source,
-        ("llama3",),
-    ),
-    Case(
-        "GPT-OSS 20B",
-        "openai/gpt-oss-20b",
-        complete(_published("openai/gpt-oss-20b")),
-        PUBLISHED_CONFIGS["openai/gpt-oss-20b"].source,
-        ("YaRN, truncate: false", "sliding and full layers"),
-    ),
-    Case(
-        "DeepSeek-V3",
-        "deepseek-ai/DeepSeek-V3",
-        complete(_published("deepseek-ai/DeepSeek-V3")),
-        PUBLISHED_CONFIGS["deepseek-ai/DeepSeek-V3"].source,
-        ("MLA", "YaRN with mscale", "interleaved pairs"),
-    ),
-    Case(
-        "Gemma 3 4B",
-        "google/gemma-3-4b-it",
-        complete(_published("google/gemma-3-4b-it")),
-        PUBLISHED_CONFIGS["google/gemma-3-4b-it"].source,
-        ("per-layer bases", "linear"),
+    _real("Llama 3.2 3B", "meta-llama__Llama-3.2-3B-Instruct.json", ("llama3",)),
+    _real("GPT-OSS 20B", "openai__gpt-oss-20b.json", ("YaRN, truncate: false", "sliding and full layers")),
+    _real("DeepSeek-R1", "deepseek-ai__DeepSeek-R1.json", ("MLA", "YaRN with mscale", "interleaved pairs")),
+    _real("DeepSeek-V2 Lite", "deepseek-ai__DeepSeek-V2-Lite-Chat.json", ("MLA", "YaRN", "interleaved pairs")),
+    _real("Gemma 3 12B", "google__gemma-3-12b-it.json", ("per-layer bases", "linear"), text_key="text_config"),
+    _real("Gemma 4 E2B", "google__gemma-4-E2B-it.json", ("proportional", "per-layer bases"), text_key="text_config"),
+    _real("Qwen2.5-VL 7B", "Qwen__Qwen2.5-VL-7B-Instruct.json", ("M-RoPE",), text_model_type="qwen2_5_vl_text"),
+    _real("Phi-3.5 mini", "microsoft__Phi-3.5-mini-instruct.json", ("longrope",)),
+    _real("MiniMax-M2.5", "MiniMaxAI__MiniMax-M2.5.json", ("legacy rotary_dim",)),
+    _real("SmolLM3 3B", "HuggingFaceTB__SmolLM3-3B.json", ("NoPE layers",)),
+    _real("Qwen3-Next 80B", "Qwen__Qwen3-Next-80B-A3B-Instruct.json", ("partial rotary 0.25", "linear layers")),
+    _real("Qwen3 0.6B", "Qwen__Qwen3-0.6B.json", ("default",)),
+    _real("GLM-4.5", "zai-org__GLM-4.5.json", ("partial rotary 0.5",)),
+    _real("Phi-2", "microsoft__phi-2.json", ("partial rotary 0.4",)),
+    _real("LFM2 1.2B", "LiquidAI__LFM2-1.2B.json", ("convolution layers",)),
+    _real(
+        "Magistral Small 2509",
+        "mistralai__Magistral-Small-2509.json",
+        ("composite, text_config",),
+        text_key="text_config",
     ),
     Case(
         "Pythia 1.4B",
@@ -245,50 +196,21 @@ CASES: tuple[Case, ...] = (
         ("partial rotary (rotary_pct 0.25)",),
     ),
     Case(
-        "Qwen2.5-VL 7B",
-        "Qwen/Qwen2.5-VL-7B-Instruct",
-        complete({**_published("Qwen/Qwen2.5-VL-7B-Instruct"), "model_type": "qwen2_5_vl"}),
-        PUBLISHED_CONFIGS["Qwen/Qwen2.5-VL-7B-Instruct"].source,
-        ("M-RoPE",),
-        text_model_type="qwen2_5_vl_text",
-    ),
-    Case(
-        "Phi-3.5 mini",
-        "microsoft/Phi-3.5-mini-instruct",
-        complete(_PHI35),
-        "a copy of microsoft/Phi-3.5-mini-instruct's config.json quoted in full (an ONNX export recipe; the code "
-        "search's index does not name its repository)",
-        ("longrope",),
-    ),
-    Case(
-        "MiniMax-M2",
-        "MiniMaxAI/MiniMax-M2",
-        complete(_MINIMAX_M2),
-        "MiniMax-M2's config.json as test fixtures of other projects quote it (rotary_dim 64 of head_dim 128)",
-        ("legacy rotary_dim",),
-    ),
-    Case(
         "Hunyuan 7B",
         "tencent/Hunyuan-7B-Instruct",
         complete(_HUNYUAN_7B),
-        "Hunyuan-7B's config.json as a test fixture of another project quotes it (dynamic, alpha 1000)",
+        "Hunyuan-7B's config.json as test fixtures of other projects quote it (dynamic, alpha 1000)",
         ("dynamic (NTK alpha)",),
     ),
     Case("Llama 4 (text)", "Llama4TextConfig", _defaults("llama4_text"), _CLASS, ("NoPE layers", "query multiplier")),
-    Case("Ministral 3", "Ministral3Config", _v5("ministral3"), _CLASS_V5, ("YaRN, truncate absent", "query multiplier")),
+    Case(
+        "Ministral 3", "Ministral3Config", _v5("ministral3"), _CLASS_V5, ("YaRN, truncate absent", "query multiplier")
+    ),
     Case("Mistral 4", "Mistral4Config", _v5("mistral4"), _CLASS_V5, ("MLA", "YaRN", "query multiplier")),
-    Case("Gemma 4 (text)", "Gemma4TextConfig", _v5("gemma4_text"), _CLASS_V5, ("proportional", "per-layer bases")),
     Case("Cohere", "CohereConfig", _defaults("cohere"), _CLASS, ("interleaved pairs",)),
     Case("Cohere 2", "Cohere2Config", _defaults("cohere2"), _CLASS, ("NoPE layers", "interleaved pairs")),
     Case("EXAONE 4", "Exaone4Config", _defaults("exaone4"), _CLASS, ("NoPE layers",)),
-    Case("SmolLM3", "SmolLM3Config", _defaults("smollm3"), _CLASS, ("NoPE layers",)),
-    Case("DeepSeek-V2", "DeepseekV2Config", _defaults("deepseek_v2"), _CLASS, ("MLA", "interleaved pairs")),
-    Case("Qwen3-Next", "Qwen3NextConfig", _defaults("qwen3_next"), _CLASS, ("partial rotary 0.25", "linear layers")),
-    Case("GLM-4", "Glm4Config", _defaults("glm4"), _CLASS, ("partial rotary 0.5", "interleaved pairs")),
-    Case("StableLM", "StableLmConfig", _defaults("stablelm"), _CLASS, ("partial rotary 0.25",)),
-    Case("Phi-2", "PhiConfig", _defaults("phi"), _CLASS, ("partial rotary 0.5",)),
-    Case("Nemotron", "NemotronConfig", _defaults("nemotron"), _CLASS, ("partial rotary 0.5",)),
-    Case("Qwen3", "Qwen3Config", _defaults("qwen3"), _CLASS, ("default",)),
     Case("OLMo 3", "Olmo3Config", _defaults("olmo3"), _CLASS, ("per-layer rope dicts",)),
-)  # fmt: skip
-"""The families of the matrix, in its row order."""
+)
+"""The families of the matrix, in its row order: published files first (the stored copies), then a quoted and a
+checked one, then configuration-class defaults for families no published file was stored of."""

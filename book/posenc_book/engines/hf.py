@@ -21,7 +21,7 @@ from numpy.typing import NDArray
 
 import posenc
 from posenc_book.engines import Case, Engine, LayerAnswer
-from posenc_book.engines.cases import _transformers_config
+from posenc_book.engines.cases import transformers_config
 
 __all__ = ["build"]
 
@@ -56,7 +56,7 @@ def build(case: Case) -> Engine:
     import torch
     import transformers
 
-    config = _transformers_config(case.text_config())
+    config = transformers_config(case.text_config())
     module, rope = _rotary(config)
     plan = case.plan()
     takes_layer_type = "layer_type" in inspect.signature(rope.forward).parameters

@@ -2,9 +2,8 @@
 
 mlx-lm's loader (``load_model``) picks the model class from the file's ``model_type`` (``_get_classes``, with its
 remapping: ``mistral`` runs as ``llama``, ``qwen2_5_vl`` as ``qwen2_vl``, ``minimax_m2`` as ``minimax``), builds
-``ModelArgs.from_dict(config)`` and the model. :func:`build` does exactly that from a directory holding only the
-``config.json`` and one unused weight (``strict=False``: no model weights; ``lazy=True``: MLX never computes the
-random initial weights), and then
+``ModelArgs.from_dict(config)`` and the model, then loads the weights. :func:`build` does the same up to the weights
+(:func:`load`; MLX's arrays are lazy, so the random initial weights are never computed), and then
 asks each decoder layer's attention for its ``rope`` module, called as the attention calls it:
 ``rope(x, offset=cache.offset)`` on ``(batch, heads, seq, features)``, the features the attention hands it (the
 last ``qk_rope_head_dim`` of multi-head latent attention, ``q_pe`` and ``k_pe``). A layer rotates unless its
@@ -15,9 +14,6 @@ attention has no rope (``rope`` None or mlx-lm's ``NoPE``) or says so (``use_rop
 from __future__ import annotations
 
 import importlib.metadata
-import json
-import pathlib
-import tempfile
 from typing import Any
 
 import numpy as np
@@ -32,17 +28,16 @@ _MLA = ("q_pe", "qk_rope_head_dim")
 
 
 def load(config: dict[str, Any]) -> Any:
-    """The mlx-lm model ``load_model`` builds from ``config`` (a ``config.json`` dict), without weights."""
-    import mlx.core as mx
-    from mlx_lm.utils import load_model
+    """The mlx-lm model ``load_model`` builds from ``config`` (a ``config.json`` dict), before it loads weights.
 
-    with tempfile.TemporaryDirectory() as directory:
-        path = pathlib.Path(directory)
-        (path / "config.json").write_text(json.dumps(config))
-        # one weight no model has: some sanitize() methods cannot take an empty dict (tree_unflatten([]) is a list)
-        mx.save_safetensors(str(path / "model.safetensors"), {"posenc_unused": mx.zeros(1)})
-        model, _ = load_model(path, lazy=True, strict=False)
-    return model
+    ``load_model`` reads the file, picks the classes with ``_get_classes(config)`` and builds
+    ``Model(ModelArgs.from_dict(config))``; what follows (``sanitize``, ``load_weights``, quantization) concerns
+    weights only. The same three steps here, on MLX's lazy arrays: the random initial weights are never computed.
+    """
+    from mlx_lm.utils import _get_classes
+
+    model_class, args_class = _get_classes(config=config)
+    return model_class(args_class.from_dict(config))
 
 
 def _layers(model: Any) -> list[Any]:

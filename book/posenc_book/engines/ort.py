@@ -35,7 +35,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 import posenc
-from posenc_book.engines import Case, Engine, LayerAnswer, NotServed, pair_frequencies
+from posenc_book.engines import Case, Engine, LayerAnswer, NotAsked, NotServed, pair_frequencies
 
 __all__ = ["build_genai", "build_operator", "rotary_model"]
 
@@ -215,8 +215,9 @@ _SMALL_EXPERTS = {
 def tiny_checkpoint(case: Case, directory: pathlib.Path) -> Any:
     """Save ``case``'s model with random weights and small sizes; its rotary keys, head size and layers as they are.
 
-    Two query heads and one key-value head of the case's head size (``head_dim`` written out when the file derives
-    it from ``hidden_size``, which is then twice the head size), an MLP of 64 and a vocabulary of 64 tokens.
+    Two query heads and one key-value head of the case's head size (``hidden_size`` twice the head size where the
+    file derives the head size from it), an MLP of 64, a vocabulary of 64 tokens, a few small experts for a mixture
+    of experts, and no ``quantization_config``; a composite model's text model gets these sizes.
     """
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM
@@ -224,7 +225,9 @@ def tiny_checkpoint(case: Case, directory: pathlib.Path) -> Any:
     plan = case.plan()
     head_dim = max(kind.head_dim for kind in plan.kinds)
     values = copy.deepcopy(dict(case.config))
+    values.pop("quantization_config", None)  # the copy has random float32 weights (GPT-OSS ships mxfp4 experts)
     model_type = values.pop("model_type")
+    text = values[case.text_key] if case.text_key else values  # a composite model's sizes are its text model's
     small = dict(
         num_attention_heads=2,
         num_key_value_heads=1,
@@ -234,14 +237,14 @@ def tiny_checkpoint(case: Case, directory: pathlib.Path) -> Any:
         bos_token_id=1,
         eos_token_id=2,
     )
-    if "head_dim" in values and values["head_dim"]:
+    if "head_dim" in text and text["head_dim"]:
         small["hidden_size"] = 64
     else:
         small["hidden_size"] = 2 * head_dim
     for key, value in _SMALL_EXPERTS.items():  # mixtures of experts: a few small experts
-        if key in values:
+        if key in text:
             small[key] = value
-    values.update(small)
+    text.update(small)
     config = AutoConfig.for_model(model_type, **values)
     config.architectures = [_architecture(model_type)]
     _check_supported(config, directory)
@@ -316,12 +319,14 @@ def _layer_rotations(model: Any) -> dict[int, dict[str, Any]]:
                 else False,
                 "op": "GroupQueryAttention (do_rotary)",
             }
-        elif node.op_type == "RotaryEmbedding" and "q_rotary" in node.name:
+        elif node.op_type in ("RotaryEmbedding", "MRotaryEmbedding") and "q_rotary" in node.name:
+            # MRotaryEmbedding (M-RoPE) takes (3, batch, seq) positions; at a text token every axis is the token's
+            # position, where it turns each pair by the same table row as RotaryEmbedding
             layers[layer] = {
                 "cos": node.input[2],
                 "sin": node.input[3],
                 "interleaved": bool(attributes["interleaved"].i) if "interleaved" in attributes else False,
-                "op": "RotaryEmbedding",
+                "op": node.op_type,
             }
     return layers
 
@@ -337,7 +342,7 @@ def build_genai(case: Case) -> Engine:
     tables = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer if "cos" in t.name or "sin" in t.name}
     layers = _layer_rotations(model)
     if any(node.op_type == "If" for node in model.graph.node):
-        raise NotImplementedError("the graph picks its tables with an If node (two caches); not read here")
+        raise NotAsked("the graph picks its tables with an If node (two caches), which is not read here")
     run = _Runner(contrib=True)
 
     def rotate(

@@ -34,9 +34,11 @@ __all__ = [
     "RESULTS",
     "SEPARATE",
     "digest",
+    "live_builders",
     "live_cells",
     "pinned_versions",
     "read_results",
+    "records_to_csv",
     "run_cells",
     "truncate_answer",
     "write_results",
@@ -51,7 +53,8 @@ REQUIREMENTS = ROOT / "requirements-engines.txt"
 Builder = Callable[[Case], Engine]
 
 
-def _live() -> dict[str, Builder]:
+def live_builders() -> dict[str, Builder]:
+    """The live engines' builders, by name."""
     from posenc_book.engines import hf, mlx, ort
 
     return {"transformers": hf.build, "mlx-lm": mlx.build, "ONNX RotaryEmbedding (opset 23)": ort.build_operator}
@@ -65,6 +68,9 @@ def _separate() -> dict[str, Builder]:
 
 LIVE: tuple[str, ...] = ("transformers", "mlx-lm", "ONNX RotaryEmbedding (opset 23)")
 """The engines chapter 17 runs on every build, in the matrix's column order."""
+READS_CONFIG: tuple[str, ...] = ("transformers", "mlx-lm")
+"""The live engines that read the ``config.json`` themselves, and so run both spellings (ONNX's operator takes
+posenc's reading, the same for both)."""
 SEPARATE: tuple[str, ...] = ("ONNX Runtime GenAI", "vLLM")
 """The engines ``make check-engines`` runs, in column order."""
 
@@ -80,6 +86,8 @@ def run_cells(name: str, build: Builder, cases: Sequence[Case], spelling: str) -
         start = time.perf_counter()
         try:
             engine = build(case)
+        except core.NotAsked as error:
+            cell = Cell(case.name, name, "", verdict="n/a", detail=str(error))
         except REFUSALS as error:
             cell = measure(case, None, build_error=f"{type(error).__name__}: {error}")
             cell.engine = name
@@ -112,11 +120,13 @@ def _record(cell: Cell) -> dict[str, Any]:
 
 def live_cells() -> list[dict[str, Any]]:
     """Every case, in both spellings, in every live engine (the chapter's own run)."""
-    builders = _live()
+    builders = live_builders()
     records = []
-    for spelling, cases in (("published", CASES), ("saved", tuple(as_saved(case) for case in CASES))):
-        for name in LIVE:
-            records += run_cells(name, builders[name], cases, spelling)
+    for name in LIVE:
+        records += run_cells(name, builders[name], CASES, "published")
+    saved = tuple(as_saved(case) for case in CASES)
+    for name in READS_CONFIG:
+        records += run_cells(name, builders[name], saved, "saved")
     return records
 
 
@@ -148,6 +158,36 @@ def truncate_answer(build: Builder, case: Case | None = None) -> dict[str, Any]:
     }
 
 
+CSV_FIELDS = (
+    "spelling",
+    "case",
+    "engine",
+    "version",
+    "verdict",
+    "angle_error",
+    "worst_ratio",
+    "length_error",
+    "passthrough_error",
+    "compared_pairs",
+    "skipped_pairs",
+    "detail",
+)
+"""The columns of :func:`records_to_csv`."""
+
+
+def records_to_csv(records: Sequence[dict[str, Any]]) -> str:
+    """Records of :func:`run_cells` as CSV text: a header of :data:`CSV_FIELDS`, then one line per record."""
+    import csv
+    import io
+
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(CSV_FIELDS)
+    for record in records:
+        writer.writerow(["" if record[key] is None else record[key] for key in CSV_FIELDS])
+    return out.getvalue()
+
+
 def digest() -> str:
     """A hash of what a result depends on here: every case's config (both spellings) and the measuring code."""
     parts = [json.dumps([case.name, dict(case.config)], sort_keys=True) for case in CASES]
@@ -169,10 +209,19 @@ def pinned_versions() -> dict[str, str]:
 
 
 def write_results(path: pathlib.Path = RESULTS, *, engines: Sequence[str] = SEPARATE) -> dict[str, Any]:
-    """Run the separate engines on every case (both spellings) and GPT-OSS's ``truncate``; write ``path`` (JSON)."""
+    """Run the separate engines on every case (both spellings) and GPT-OSS's ``truncate``; write ``path`` (JSON).
+
+    With ``engines`` a subset, the other engines' records are kept from the file at ``path`` when it is current
+    (its digest is this checkout's); otherwise they are dropped.
+    """
     builders = _separate()
     cells: list[dict[str, Any]] = []
     truncate = []
+    if path.exists():
+        previous = json.loads(path.read_text())
+        if previous.get("digest") == digest():
+            cells = [record for record in previous["cells"] if record["engine"] not in _names(engines)]
+            truncate = [record for record in previous["truncate"] if record["engine"] not in _names(engines)]
     for name in engines:
         for spelling, cases in (("published", CASES), ("saved", tuple(as_saved(case) for case in CASES))):
             cells += run_cells(name, builders[name], cases, spelling)
@@ -190,6 +239,11 @@ def write_results(path: pathlib.Path = RESULTS, *, engines: Sequence[str] = SEPA
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
     return result
+
+
+def _names(engines: Sequence[str]) -> set[str]:
+    """The engine names records carry for the builders named ``engines``."""
+    return set(engines)
 
 
 def read_results(path: pathlib.Path = RESULTS) -> dict[str, Any]:
@@ -211,9 +265,11 @@ def read_results(path: pathlib.Path = RESULTS) -> dict[str, Any]:
 
 
 def main() -> None:
-    """``python -m posenc_book.engines.run`` (``make check-engines``): run the separate engines, write :data:`RESULTS`."""
+    """``python -m posenc_book.engines.run`` (``make check-engines``): run the separate engines; write the file."""
+    import sys
+
     start = time.perf_counter()
-    result = write_results()
+    result = write_results(engines=tuple(sys.argv[1:]) or SEPARATE)
     for record in result["cells"]:
         if record["spelling"] == "published":
             print(f"{record['engine']:20s} {record['case']:20s} {record['verdict']:8s} {record['angle_error']}")

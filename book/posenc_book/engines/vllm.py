@@ -30,7 +30,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 import posenc
-from posenc_book.engines import Case, Engine, LayerAnswer, NotServed
+from posenc_book.engines import Case, Engine, LayerAnswer, NotAsked, NotServed
 
 __all__ = ["CALLS", "build"]
 
@@ -110,6 +110,21 @@ def _llama4(config: Any, layer_type: str) -> dict[str, Any] | None:
     )
 
 
+def _sliding_only(is_neox_style: bool) -> Call:
+    # exaone4.py (lines 169-212): rotates where the layer has a sliding window, or every layer if none has one;
+    # commandr.py (lines 227-284) for Cohere 2: the sliding layers only
+    def call(config: Any, layer_type: str) -> dict[str, Any] | None:
+        if layer_type != "sliding_attention" and "sliding_attention" in (config.layer_types or ()):
+            return None
+        return _plain(is_neox_style)(config, layer_type)
+
+    return call
+
+
+TRANSFORMERS_BACKEND = ("gpt_neox", "hunyuan_v1_dense", "olmo3", "phi", "smollm3")
+"""Families vLLM's registry (``registry.py``) runs through its Transformers backend (``TransformersForCausalLM``):
+transformers' own modeling code, the transformers column."""
+
 CALLS: dict[str, Call] = {
     "llama": _plain(),  # llama.py, LlamaAttention._init_rotary_emb (lines 243-248)
     "phi3": _plain(),  # Phi3ForCausalLM runs llama.py's attention
@@ -124,6 +139,13 @@ CALLS: dict[str, Call] = {
     "minimax_m2": _plain(),  # minimax_m2.py (lines 199-203)
     "qwen3_next": _plain(nope=("linear_attention",)),  # qwen3_next.py (lines 336-342); linear layers: no rope
     "llama4_text": _llama4,
+    "deepseek_v2": _deepseek,
+    "glm4_moe": _plain(),  # glm4_moe.py, Glm4MoeAttention.__init__ (lines 281-285)
+    "mistral": _plain(),  # mistral.py runs llama.py's attention (Magistral's text model, Ministral 3)
+    "ministral3": _plain(),  # registry.py: Ministral3ForCausalLM is mistral.py's MistralForCausalLM
+    "exaone4": _sliding_only(is_neox_style=True),
+    "cohere2": _sliding_only(is_neox_style=False),
+    "lfm2": _plain(nope=("conv",)),  # lfm2.py (lines 147-152): the attention layers; convolution layers have none
 }
 """The families measured in vLLM, each with its model file's ``get_rope`` call."""
 
@@ -136,8 +158,10 @@ def build(case: Case) -> Engine:
     from vllm.transformers_utils.config import get_config
 
     model_type = case.text_config()["model_type"]
+    if model_type in TRANSFORMERS_BACKEND:
+        raise NotAsked(f"vLLM runs {model_type} through its Transformers backend: transformers' own modeling code")
     if model_type not in CALLS:
-        raise NotImplementedError(f"no get_rope call recorded here for vLLM's {model_type} model file")
+        raise NotAsked(f"no get_rope call of vLLM's {model_type} model file is recorded here (CALLS)")
     with tempfile.TemporaryDirectory() as directory:
         (pathlib.Path(directory) / "config.json").write_text(json.dumps(dict(case.config)))
         config = get_config(directory, trust_remote_code=False)
