@@ -13,6 +13,7 @@ attention has no rope (``rope`` None or mlx-lm's ``NoPE``) or says so (``use_rop
 
 from __future__ import annotations
 
+import copy
 import importlib.metadata
 from typing import Any
 
@@ -36,6 +37,7 @@ def load(config: dict[str, Any]) -> Any:
     """
     from mlx_lm.utils import _get_classes
 
+    config = copy.deepcopy(config)  # some ModelArgs change the nested rope dict they are given
     model_class, args_class = _get_classes(config=config)
     return model_class(args_class.from_dict(config))
 

@@ -74,9 +74,17 @@ posenc's reading, the same for both)."""
 SEPARATE: tuple[str, ...] = ("ONNX Runtime GenAI", "vLLM")
 """The engines ``make check-engines`` runs, in column order."""
 
-REFUSALS: tuple[type[BaseException], ...] = (TypeError, ValueError, KeyError, AttributeError, NotImplementedError)
-"""What an engine's loader raises on a config it cannot read: the cell says ``refused`` and keeps the message.
-Anything else stops the run."""
+REFUSALS: tuple[type[BaseException], ...] = (
+    TypeError,
+    ValueError,
+    LookupError,
+    AttributeError,
+    NotImplementedError,
+    RuntimeError,
+    ImportError,
+)
+"""What an engine's loader raises on a config it cannot read (transformers' ``AmbiguousGlobalPerLayerAttributeError``
+is a ``RuntimeError``): the cell says ``refused`` and keeps the message. Anything else stops the run."""
 
 
 def run_cells(name: str, build: Builder, cases: Sequence[Case], spelling: str) -> list[dict[str, Any]]:
@@ -209,7 +217,10 @@ def pinned_versions() -> dict[str, str]:
 
 
 def write_results(path: pathlib.Path = RESULTS, *, engines: Sequence[str] = SEPARATE) -> dict[str, Any]:
-    """Run the separate engines on every case (both spellings) and GPT-OSS's ``truncate``; write ``path`` (JSON).
+    """Run the separate engines on every case and GPT-OSS's ``truncate``; write ``path`` (JSON).
+
+    Both separate engines read a ``config.json`` through transformers' ``AutoConfig`` (vLLM then patches the rope
+    dict), so the two spellings reach them as the same configuration; they are run on the published files only.
 
     With ``engines`` a subset, the other engines' records are kept from the file at ``path`` when it is current
     (its digest is this checkout's); otherwise they are dropped.
@@ -222,9 +233,8 @@ def write_results(path: pathlib.Path = RESULTS, *, engines: Sequence[str] = SEPA
         if previous.get("digest") == digest():
             cells = [record for record in previous["cells"] if record["engine"] not in _names(engines)]
             truncate = [record for record in previous["truncate"] if record["engine"] not in _names(engines)]
-    for name in engines:
-        for spelling, cases in (("published", CASES), ("saved", tuple(as_saved(case) for case in CASES))):
-            cells += run_cells(name, builders[name], cases, spelling)
+    for name in engines:  # both read the file with transformers' AutoConfig: the published spelling only
+        cells += run_cells(name, builders[name], CASES, "published")
         truncate.append(truncate_answer(builders[name]))
     versions = {name: importlib.metadata.version(name) for name in pinned_versions()}
     result = {
