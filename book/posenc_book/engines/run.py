@@ -197,8 +197,10 @@ def records_to_csv(records: Sequence[dict[str, Any]]) -> str:
 
 
 def digest() -> str:
-    """A hash of what a result depends on here: every case's config (both spellings) and the measuring code."""
+    """A hash of what a result depends on here: every case's config (both spellings), posenc's reading of it (the
+    plan's ``repr``) and the measuring code."""
     parts = [json.dumps([case.name, dict(case.config)], sort_keys=True) for case in CASES]
+    parts += [repr(case.plan()) for case in CASES]
     parts += [json.dumps([case.name, dict(as_saved(case).config)], sort_keys=True) for case in CASES]
     for function in (core.measure, core.angle_tolerance, core.positions_of, core.probe, core.pair_frequencies):
         parts.append(inspect.getsource(function))
@@ -259,14 +261,15 @@ def _names(engines: Sequence[str]) -> set[str]:
 def read_results(path: pathlib.Path = RESULTS) -> dict[str, Any]:
     """The committed output of ``make check-engines``, refused (``ValueError``) when stale or mismatched.
 
-    Stale: the cases or the measuring code changed since it was written (its ``digest``). Mismatched: its engine
+    Stale: the cases, posenc's reading of them or the measuring code changed since it was written (its
+    ``digest``). Mismatched: its engine
     versions are not the pins of ``requirements-engines.txt``.
     """
     result: dict[str, Any] = json.loads(path.read_text())
     if result.get("digest") != digest():
         raise ValueError(
-            f"{path.name} is stale: the cases or the measuring code changed since it was written "
-            f"({result.get('written')}); run make check-engines"
+            f"{path.name} is stale: the cases, posenc's reading of them or the measuring code changed since it was "
+            f"written ({result.get('written')}); run make check-engines"
         )
     pins = pinned_versions()
     if result.get("versions") != pins:
