@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 export SOURCE_DATE_EPOCH
 
-.PHONY: venv book test lint unit notebooks bench check-gpu favicon check-site check-reproducible check-portable clean
+.PHONY: venv book test lint unit notebooks bench check-gpu check-engines favicon check-site check-reproducible check-portable clean
 
 venv: $(STAMP)
 
@@ -68,6 +68,21 @@ bench: $(STAMP)
 # (`$(BIN)/python -m posenc_book.bench_gpu --device cpu` runs the parts that do not need CUDA on the CPU).
 check-gpu: $(STAMP)
 	$(BIN)/python -m posenc_book.bench_gpu --out _build/check-gpu.md
+
+# Chapter 17's engines whose install does not fit `make test` (requirements-engines.txt: ONNX Runtime GenAI's model
+# builder, vLLM's CPU build), in a virtual environment of their own (.venv-engines: requirements.txt, then these
+# without their dependencies' pins); runs every case of the parity matrix in them and GPT-OSS's truncate question,
+# and writes book/data/engines.json (committed; chapter 17 shows it, tests/test_engines.py refuses a stale one).
+ENGINES_VENV := .venv-engines
+ENGINES_STAMP := $(ENGINES_VENV)/.installed
+$(ENGINES_STAMP): requirements.txt requirements-engines.txt pyproject.toml book/pyproject.toml
+	test -x $(ENGINES_VENV)/bin/python || $(PYTHON) -m venv $(ENGINES_VENV)
+	$(ENGINES_VENV)/bin/python -m pip install --quiet -r requirements.txt
+	$(ENGINES_VENV)/bin/python -m pip install --quiet --no-deps -r requirements-engines.txt
+	touch $(ENGINES_STAMP)
+
+check-engines: $(ENGINES_STAMP)
+	$(ENGINES_VENV)/bin/python -m posenc_book.engines.run
 
 # Redraw the site's icon, book/site_root/favicon.ico (committed; tests/test_favicon.py checks it matches).
 favicon: $(STAMP)

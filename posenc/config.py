@@ -33,9 +33,11 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from posenc._families import (
+    COMPOSITES,
     FAMILIES,
     LEGACY_LAYER_TYPES,
     NO_ATTENTION_TYPES,
+    ROTATES_UNREAD,
     Family,
     LayerPattern,
     mrope_axes_of_pairs,
@@ -696,6 +698,17 @@ def _read(config: object, model_type: str | None) -> RotaryPlan:
     if not isinstance(model_type, str):
         raise TypeError(f"model_type must be a str, got {type(model_type).__name__} {model_type!r}")
     family = FAMILIES.get(model_type)
+    if family is None and model_type in ROTATES_UNREAD:
+        raise ValueError(
+            f"config['model_type'] = {model_type!r}: transformers' {model_type} rotates its queries and keys, but "
+            f"posenc does not read it: {ROTATES_UNREAD[model_type]}"
+        )
+    if family is None and model_type in COMPOSITES:
+        raise ValueError(
+            f"config['model_type'] = {model_type!r} is a composite model whose language model is a "
+            f"{COMPOSITES[model_type]!r} model: pass its text_config (a config.json that keeps the language model's "
+            f"keys at its top level: with model_type={COMPOSITES[model_type]!r}, where transformers reads them there)"
+        )
     if family is None:
         raise ValueError(
             f"config['model_type'] = {model_type!r} is not a family posenc knows (transformers v5.23 families that "
@@ -718,6 +731,12 @@ def _read(config: object, model_type: str | None) -> RotaryPlan:
     layer_types = _layer_types(reader, family)
     rope = _rope_parameters(reader, family, layer_types)
     if family.rope_switch is not None and reader.get(family.rope_switch[0]) != family.rope_switch[1]:
+        switch, value = family.rope_switch
+        if family.switch_off == "absolute":
+            raise ValueError(
+                f"config[{switch!r}] = {reader.get(switch)!r}: {family.source} adds absolute position embeddings and "
+                f"rotates nothing unless it is {value!r}"
+            )
         # Granite 4.0-H builds its rotary embedding only for position_embedding_type "rope" (its checkpoints say
         # "nope", its class None): every attention layer then runs unrotated, whatever the rope dict says
         rope = None
@@ -801,6 +820,19 @@ def _rope_parameters(reader: _Config, family: Family, layer_types: list[str] | N
     (and the family's legacy names) moved in, and the class's defaults where a dict of a config.json has neither
     (:data:`posenc._families.RopeForm`). None for a family that runs without rotation when its base is None (OLMo
     Hybrid)."""
+    if family.rope_form == "fixed":
+        fixed: dict[str, Any] = {"rope_type": "default", "rope_theta": family.fixed_theta}  # the code's constant
+        width_key = family.rotary_dim_key
+        if width_key is not None and reader.get(width_key) is not None:
+            # GPT-J's attention turns the first rotary_dim features (None: all of them)
+            width = check_int(reader.get(width_key), f"config[{width_key!r}]", minimum=1)
+            fixed["partial_rotary_factor"] = width / _head_dim(reader, family)
+        return fixed
+    if family.rope_form == "theta_only":
+        theta = reader.get("rope_theta") if reader.given("rope_theta") else None
+        if theta is None and reader.is_dict:
+            theta = reader.default("rope_theta")
+        return {"rope_type": "default", "rope_theta": theta}
     parameters = reader.get("rope_parameters")
     legacy = reader.get("rope_scaling")
     if parameters is not None and legacy is not None and parameters is not legacy and dict(parameters) != dict(legacy):
@@ -1056,7 +1088,7 @@ def _head_dim(layer: _Config, family: Family) -> int:
         return hidden // (rate * heads)
     if layer.is_dict and family.rotary == "mla" and family.mla_head == "rope":
         return _mla_dims(layer)[2]  # the class sets head_dim = qk_rope_head_dim, whatever config.json says
-    head_dim = layer.get("head_dim")
+    head_dim = layer.get("head_dim") if family.head_rule != "derived" else None
     if head_dim is None and family.head_rule == "double_hidden":
         # Zamba 2's attention_head_dim: 2 * hidden_size // num_attention_heads (its attention sees [x, embedding])
         return (

@@ -93,28 +93,42 @@ _SMALL_INTS = {
     "linear_num_value_heads": 2,
     "linear_key_head_dim": 16,
     "linear_value_head_dim": 16,
+    "ffn_dim": 16,
+    "decoder_ffn_dim": 16,
+    "encoder_ffn_dim": 16,
+    "block_ff_dim": 16,
+    "d_ff": 16,
+    "word_embed_proj_dim": 64,
+    "vocab_size_per_layer_input": 96,
+    "hidden_size_per_layer_input": 16,
 }
+_DERIVED_WHEN_NONE = {"n_inner", "intermediate_size", "ffn_hidden_size"}
 """Sizes that do not touch positions, and the small value :func:`shrink` gives them (when the config has them)."""
 
 _KV_HEAD_KEYS = ("num_key_value_heads", "num_kv_heads", "n_head_kv", "multi_query_group_num")
+_HEADS_KEYS = ("num_attention_heads", "n_head", "encoder_attention_heads", "decoder_attention_heads")
+_HIDDEN_KEYS = ("hidden_size", "n_embd", "n_embed", "d_model")
 
 
-def class_defaults(model_type: str, composite: str | None = None) -> dict[str, Any]:
-    """The field defaults of the configuration class of ``model_type`` (of ``composite``'s ``text_config``)."""
-    import dataclasses
-
+def config_class(model_type: str, composite: str | None = None) -> type | None:
+    """The configuration class of ``model_type`` (of ``composite``'s ``text_config``), or None."""
     from transformers import CONFIG_MAPPING
 
     try:
         cls = CONFIG_MAPPING[composite or model_type]
     except KeyError:
-        return {}
+        return None
     if composite is not None:
         cls = (getattr(cls, "sub_configs", None) or {}).get("text_config", cls)
-        if not isinstance(cls, type):
-            return {}
+    return cls if isinstance(cls, type) else None
+
+
+def class_defaults(cls: type | None) -> dict[str, Any]:
+    """The field defaults of a configuration class (empty for None)."""
+    import dataclasses
+
     defaults = {}
-    for item in dataclasses.fields(cls) if dataclasses.is_dataclass(cls) else ():
+    for item in dataclasses.fields(cls) if cls is not None and dataclasses.is_dataclass(cls) else ():
         if item.default is not dataclasses.MISSING:
             defaults[item.name] = item.default
     return defaults
@@ -126,6 +140,7 @@ def shrink(
     heads: int = 4,
     max_layers: int | None = None,
     defaults: Mapping[str, Any] | None = None,
+    attribute_map: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """A copy of a text model's ``config.json`` dict with its sizes scaled down and every position key as given.
 
@@ -133,28 +148,45 @@ def shrink(
     num_attention_heads``): ``num_attention_heads`` becomes ``heads``, the key-value heads 1, and ``hidden_size``
     64 (``heads`` times the head size where that is derived, so that it is unchanged); :data:`_SMALL_INTS` for the
     feed-forward, expert and recurrent sizes; token ids become 0; a size the dict leaves to its class (``defaults``,
-    :func:`class_defaults`) is scaled down too. With ``max_layers``, a longer model keeps its first ``max_layers``
+    :func:`class_defaults`) is scaled down too, under the name the class's ``attribute_map`` gives it (GPT-J's
+    ``n_head``, ...). With ``max_layers``, a longer model keeps its first ``max_layers``
     layers and every per-layer list is cut to them (the layer pattern of those layers is unchanged when the dict
     lists it).
     """
     out = copy.deepcopy(dict(values))
     defaults = defaults or {}
-    n_heads = out.get("num_attention_heads", defaults.get("num_attention_heads"))
-    hidden = out.get("hidden_size", defaults.get("hidden_size"))
-    if isinstance(n_heads, int) and isinstance(hidden, int) and n_heads > heads:
-        given_head = out.get("head_dim", defaults.get("head_dim"))
-        out["num_attention_heads"] = heads
-        if isinstance(given_head, int):
-            out["hidden_size"] = min(hidden, 64)  # the head size is its own key: the width can shrink freely
-        else:
-            out["hidden_size"] = heads * (hidden // n_heads)  # the head size is derived: keep it
+    names = dict(attribute_map or {})
+
+    def name(key: str) -> str:  # the key a config.json of this class writes for ``key`` (GPT-J's n_head, ...)
+        return names[key] if key in names and key not in out else key
+
+    def value_of(key: str) -> Any:
+        return out.get(name(key), defaults.get(name(key)))
+
+    def first(keys: tuple[str, ...]) -> Any:
+        return next((value_of(key) for key in keys if isinstance(value_of(key), int)), None)
+
+    n_heads, hidden = first(_HEADS_KEYS), first(_HIDDEN_KEYS)
+    if isinstance(n_heads, int) and isinstance(hidden, int):
+        given_head = value_of("head_dim") if "head_dim" in defaults or not defaults else None  # a field of its class
+        derived = hidden // n_heads
+        fewer = min(n_heads, heads)
+        for key in _HEADS_KEYS:
+            if isinstance(value_of(key), int):
+                out[name(key)] = fewer
+        width = min(hidden, 64) if isinstance(given_head, int) else fewer * derived  # keep a derived head size
+        for key in _HIDDEN_KEYS:
+            if isinstance(value_of(key), int):
+                out[name(key)] = width
     for key in _KV_HEAD_KEYS:
-        if isinstance(out.get(key, defaults.get(key)), int):
-            out[key] = 1
+        if isinstance(value_of(key), int):
+            out[name(key)] = 1
     for key, small in _SMALL_INTS.items():
-        value = out.get(key, defaults.get(key))
+        value = value_of(key)
         if isinstance(value, int) and not isinstance(value, bool) and value > small:
-            out[key] = small
+            out[name(key)] = small
+        elif value is None and key in _DERIVED_WHEN_NONE and (key in out or key in defaults):
+            out[name(key)] = small  # (GPT-J's n_inner: None is 4 * hidden_size)
     if isinstance(out.get("num_experts_per_tok"), int):
         experts = next((out[key] for key in ("num_experts", "num_local_experts", "n_routed_experts") if key in out), 4)
         out["num_experts_per_tok"] = min(out["num_experts_per_tok"], experts or 1)
@@ -163,9 +195,9 @@ def shrink(
             out[key] = 0
         elif key.endswith("_token_id") and isinstance(value, list):
             out[key] = [0]
-    n_layers = out.get("num_hidden_layers")
+    n_layers = value_of("num_hidden_layers")
     if max_layers is not None and isinstance(n_layers, int) and n_layers > max_layers:
-        out["num_hidden_layers"] = max_layers
+        out[name("num_hidden_layers")] = max_layers
         for key, value in list(out.items()):
             if isinstance(value, list) and len(value) == n_layers:
                 out[key] = value[:max_layers]
@@ -197,15 +229,6 @@ class Tiny:
     model: Any  # the text model, eval mode, random weights
 
 
-def _text_part(values: Mapping[str, Any]) -> tuple[dict[str, Any], str | None]:
-    """The dict of the part that rotates (the ``text_config`` of a composite config.json) and the composite type."""
-    if isinstance(values.get("text_config"), Mapping) and not any(
-        key in values for key in ("rope_parameters", "rope_scaling", "rope_theta")
-    ):
-        return dict(values["text_config"]), str(values["model_type"])
-    return dict(values), None
-
-
 def _model_class(config: Any) -> type:
     """The base model class of ``config``: AutoModel's, else its modeling module's ``*Model`` of that config class."""
     from transformers import AutoModel
@@ -228,40 +251,96 @@ def _model_class(config: Any) -> type:
 def tiny(values: Mapping[str, Any], *, seed: int = 0, max_layers: int | None = None, shrunk: bool = False) -> Tiny:
     """A :class:`Tiny` model built from a ``config.json`` dict (shrunk by :func:`shrink` unless ``shrunk``).
 
-    A composite dict (a ``text_config`` and no rope keys of its own) is built whole as a config, and its text part as
-    the model; the dict posenc reads is that ``text_config``, shrunk the same way.
+    The model is the language model transformers builds from the dict (``get_text_config()`` of its config: the
+    config itself, or a composite's text part). The dict posenc reads is the part that holds it: the file's
+    ``text_config`` where it has one (that is what is shrunk, with the rest of the file as given), else the file.
+    A composite whose class builds its text model from its defaults, the file's top-level keys unused (LLaVA-1.5's
+    flat file), gets those defaults shrunk as its ``text_config``. Where cutting the layers breaks a rule that ties
+    them together (Gemma 4's shared key-value caches), every layer is kept.
     """
-    from transformers import AutoConfig
+    try:
+        return _tiny(values, seed, max_layers, shrunk)
+    except ValueError as error:
+        if max_layers is None or "parameters" in str(error):
+            raise
+        return _tiny(values, seed, None, shrunk)
 
+
+def _tiny(values: Mapping[str, Any], seed: int, max_layers: int | None, shrunk: bool) -> Tiny:
     _register()
-    part, composite = _text_part(values)
-    if shrunk:
-        small = part
-    else:
-        defaults = class_defaults(str(part.get("model_type") or values.get("model_type")), composite)
-        small = shrink(part, max_layers=max_layers, defaults=defaults)
+    values = dict(values)
+    model_type = str(values["model_type"])
+    whole_class = config_class(model_type)
+    nested = isinstance(values.get("text_config"), Mapping)
+    part = dict(values["text_config"]) if nested else values
+    part_class = config_class(str(part.get("model_type")), None) if nested else whole_class
+    if nested and part_class is None:
+        part_class = config_class(model_type, model_type)
+    if not shrunk:
+        part = _shrunk(part, part_class, max_layers)
+    whole = {**values, "text_config": part} if nested else dict(part)
     with quiet():
-        if composite is None:
-            kwargs = copy.deepcopy(small)
-            model_type = kwargs.pop("model_type")
-            config = AutoConfig.for_model(model_type, **kwargs)
-        else:
-            whole = {key: copy.deepcopy(value) for key, value in values.items() if key != "model_type"}
-            whole["text_config"] = copy.deepcopy(small)
-            config = AutoConfig.for_model(composite, **whole).text_config
-        torch.manual_seed(seed)
-        config._attn_implementation = PROBE
+        config = _config(model_type, whole)
+        text = config.get_text_config(decoder=True) if hasattr(config, "get_text_config") else config
+        if text is not config and not nested and not shrunk and _too_big(text):
+            # the class built its text model from its own defaults: shrink those, the file's keys as they are
+            own = _shrunk({**text.to_dict(), "model_type": text.model_type}, type(text), max_layers)
+            config = _config(model_type, {**whole, "text_config": own})
+            text = config.get_text_config(decoder=True)
+        text._attn_implementation = PROBE
         try:
-            with one_thread():
-                model = _model_class(config)(config).eval()
+            model = _build(text, seed)
         except (KeyError, ValueError) as error:  # an attention that does not dispatch through the interface
             if PROBE not in str(error):
                 raise
-            config._attn_implementation = "eager"
-            torch.manual_seed(seed)
-            with one_thread():
-                model = _model_class(config)(config).eval()
-    return Tiny(small, str(config.model_type), config, model)
+            text._attn_implementation = "eager"
+            model = _build(text, seed)
+    return Tiny(part, str(text.model_type), text, model)
+
+
+def _shrunk(part: dict[str, Any], cls: type | None, max_layers: int | None) -> dict[str, Any]:
+    attribute_map = getattr(cls, "attribute_map", None) or {}
+    return shrink(part, max_layers=max_layers, defaults=class_defaults(cls), attribute_map=attribute_map)
+
+
+def _config(model_type: str, values: Mapping[str, Any]) -> Any:
+    """transformers' config object of a config.json dict. The warnings it gives about the published keys
+    (``rope_scaling`` is deprecated, ...) are recorded in :data:`WARNINGS`, not raised: they are the file's."""
+    import warnings
+
+    from transformers import AutoConfig
+
+    kwargs = copy.deepcopy(dict(values))
+    kwargs.pop("model_type", None)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        config = AutoConfig.for_model(model_type, **kwargs)
+    WARNINGS.extend(f"{model_type}: {item.category.__name__}: {item.message}" for item in caught)
+    return config
+
+
+WARNINGS: list[str] = []
+"""The warnings transformers gave while the oracle built configs (kept, for a caller that wants to show them)."""
+
+
+def _too_big(config: Any) -> bool:
+    hidden = getattr(config, "hidden_size", None)
+    return isinstance(hidden, int) and hidden > 1024
+
+
+MAX_PARAMETERS = 64_000_000
+"""The largest tiny model :func:`tiny` builds: a size the shrinking missed raises instead of filling the memory."""
+
+
+def _build(config: Any, seed: int) -> Any:
+    cls = _model_class(config)
+    with torch.device("meta"):
+        count = sum(parameter.numel() for parameter in cls(config).parameters())
+    if count > MAX_PARAMETERS:
+        raise ValueError(f"the shrunk {type(config).__name__} still has {count} parameters (> {MAX_PARAMETERS})")
+    torch.manual_seed(seed)
+    with one_thread():
+        return cls(config).eval()
 
 
 # --- Running it ---------------------------------------------------------------------------------------------------
@@ -719,7 +798,11 @@ def plan_pairs(layer: posenc.LayerRotary) -> list[tuple[int, int]]:
 
 
 def plan_angles(layer: posenc.LayerRotary, p: int) -> np.ndarray:
-    """posenc's angle of every pair at position ``p`` (one token: the sequence is ``p + 1`` long)."""
+    """posenc's angle of every pair at position ``p`` (one token: the sequence is ``p + 1`` long). A layer of several
+    axes (M-RoPE) sees a text token at coordinate p on every axis: pair i turns by p times its frequency, whichever
+    axis it follows."""
+    if layer.n_axes > 1:
+        return p * layer.frequencies().sum(axis=0)
     return p * layer.inverse_frequencies(seq_len=p + 1)
 
 
@@ -741,6 +824,10 @@ def compare(
     empty).
     """
     problems = [f"probe: {note}" for note in observation.notes]
+    served = plan.max_position_embeddings
+    for p, error in observation.failed.items():
+        if served is None or p < served:  # (beyond the served context, a table of that length may end: GPT-J's)
+            problems.append(f"transformers fails at position {p}: {error}")
     if not findings:
         failed = "; ".join(f"at {p}: {error}" for p, error in observation.failed.items())
         reason = f" (transformers failed {failed})" if failed else ""
@@ -789,10 +876,7 @@ def _compare_layer(layer: posenc.LayerRotary, found: Finding, plain_scales: tupl
     index_of = {pair: i for i, pair in enumerate(ours_pairs)}
     base_term = math.log(max(layer.base, 2.0)) + 12
     for p in positions:
-        phi = plan_angles(layer, p) if layer.n_axes == 1 else None
-        if phi is None:
-            problems.append("several position axes: the one-token probe sees one coordinate only")
-            break
+        phi = plan_angles(layer, p)
         tolerance = 2 * np.abs(phi) * base_term * EPS32 + 1e-5
         visible = tolerance < 0.5  # below, float32 keeps no digit of the angle
         moved_enough = np.abs(np.sin(phi / 2)) > 1e-3
@@ -841,20 +925,28 @@ def _ranges(values: list[int]) -> str:
     return ", ".join(runs)
 
 
+def _attribute(config: Any, key: str) -> Any:
+    """``config.key``, or None where it has none or a heterogeneous config has one per layer (Gemma 4)."""
+    try:
+        return getattr(config, key, None)
+    except RuntimeError:  # transformers' AmbiguousGlobalPerLayerAttributeError
+        return None
+
+
 def plain_scales(config: Any, plan: posenc.RotaryPlan) -> tuple[float, ...]:
     """The softmax scales a family's attention may use before any rotary scaling: the inverse square root of a head
     size (the plan's, the config's ``head_dim``, ``qk_head_dim``, ``query_pre_attn_scalar``), the config's
     ``attention_multiplier`` or ``attn_scale``-free 1."""
     sizes = {layer.head_dim for layer in plan.layers}
     for key in ("head_dim", "qk_head_dim", "query_pre_attn_scalar", "v_head_dim"):
-        value = getattr(config, key, None)
+        value = _attribute(config, key)
         if isinstance(value, (int, float)) and value:
             sizes.add(value)
-    hidden, heads = getattr(config, "hidden_size", None), getattr(config, "num_attention_heads", None)
+    hidden, heads = _attribute(config, "hidden_size"), _attribute(config, "num_attention_heads")
     if hidden and heads:
         sizes.add(hidden // heads)
     scales = {size**-0.5 for size in sizes} | {1.0}
-    multiplier = getattr(config, "attention_multiplier", None)
+    multiplier = _attribute(config, "attention_multiplier")
     if isinstance(multiplier, (int, float)):
         scales.add(float(multiplier))
     return tuple(sorted(scales))
