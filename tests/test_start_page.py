@@ -58,8 +58,10 @@ EVIDENCE = {
     ],
     "09_train_short_test_long": [
         "a small {term}`causal <causal attention>` Transformer keeps its loss only with {term}`ALiBi`.",
-        "With a {term}`sinusoidal <sinusoidal encoding>` or {term}`rotary <rotary position embedding>` encoding "
-        "it ends worse than a predictor that sees only the current symbol, on the synthetic source used here.",
+        "Its loss stays within 0.2 {term}`nats <nat>` of its loss at 32 symbols, on each of nine training seeds",
+        "With a {term}`rotary <rotary position embedding>` encoding it ends worse than a predictor that sees only "
+        "the current symbol, on the synthetic source used here, and so does a "
+        "{term}`sinusoidal <sinusoidal encoding>` one on the three seeds shown.",
     ],
     "10_bug_gallery": [
         "The positional-encoding bugs collected here from public issue trackers rarely crashed.",
