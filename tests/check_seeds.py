@@ -18,7 +18,7 @@ chapters' hidden asserts, and ``tests/test_seed_claims.py`` checks that the comm
 these claims and was made from the chapters' current code.
 
 ``python tests/check_seeds.py [--out FILE] [NN ...]`` prints each chapter's table and writes them all, with the
-date, the machine, the versions and the run time, to ``book/seed_claims.md`` (or FILE); it exits 1 if any claim
+date, the machine, the versions and the run time, to ``book/data/seed_claims.md`` (or FILE); it exits 1 if any claim
 fails. 18 minutes on a busy 2-core machine (load 7 to 11).
 """
 
@@ -41,7 +41,7 @@ from claim_spread import CHAPTERS, _WithoutAsserts, chapter_namespace
 from posenc_book.robustness import MARGIN_FACTOR, Bound, SeedCheck, check_seed_values
 
 ROOT = Path(__file__).resolve().parent.parent
-OUT = ROOT / "book" / "seed_claims.md"
+OUT = ROOT / "book" / "data" / "seed_claims.md"
 SEEDS = tuple(range(9))
 """The seeds every seed-level claim is checked on: the page's (0, 1, 2 in chapter 9; 0 in chapters 5 and 12)
 and the next ones."""
@@ -296,7 +296,7 @@ def report(checks: dict[str, SeedCheck], seconds: float, digest: str) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("chapters", nargs="*", help="chapter numbers (05, 09, 12); all when none")
-    parser.add_argument("--out", type=Path, default=OUT, help="the table to write (default book/seed_claims.md)")
+    parser.add_argument("--out", type=Path, default=OUT, help="the table to write (default book/data/seed_claims.md)")
     parser.add_argument("--cache", type=Path, default=None, help="keep (and reuse) each seed's numbers there")
     args = parser.parse_args()
     start = time.perf_counter()

@@ -24,6 +24,10 @@ import torch
 
 from posenc import (
     MAX_TABLE_ELEMENTS,
+    CheckWarning,
+    ConfigCheck,
+    ContextCheck,
+    KindCheck,
     LayerRotary,
     QueryScaling,
     RopeScaling,
@@ -34,9 +38,14 @@ from posenc import (
     base_condition_error,
     base_condition_holds,
     base_condition_sum,
+    check_config,
+    cope_logits,
+    cope_positions,
+    forgetting_bias,
     frequencies,
     layout_permutation,
     mrope_frequencies,
+    path_logits,
     query_scale,
     rotary_attention_factor,
     rotary_frequencies,
@@ -44,30 +53,43 @@ from posenc import (
     rotate,
     rotate_multiaxis,
     shaw_relative_indices,
+    sink_softmax,
     sinusoidal,
+    stick_breaking_weights,
     t5_relative_bucket,
     translation_matrix,
 )
 from posenc.alibi import MAX_HEADS
 from posenc.nn import (
     ALiBiBias,
+    AttentionSink,
+    CoPE,
+    ForgettingGate,
     LearnedPositionalEmbedding,
     MultiAxisRotaryEmbedding,
+    PaTHGate,
     RotaryEmbedding,
     ShawRelativeAttention,
     SinusoidalPositionalEncoding,
     T5RelativeBias,
     causal_mask_mod,
+    forgetting_score_mod,
     rotary_embedding,
+    stick_breaking_attention,
 )
+from posenc.nn import forgetting_bias as torch_forgetting_bias
+from posenc.nn import path_logits as torch_path_logits
 from posenc.nn import query_scale as torch_query_scale
+from posenc.nn import stick_breaking_weights as torch_stick_breaking_weights
 from posenc.testing import (
+    RotaryCase,
     assert_alibi_offset_matches_slice,
     assert_alibi_slopes_match_reference,
     assert_layouts_agree_after_permutation,
     assert_mrope_axes_match,
     assert_rotary_angles_accurate,
     assert_rotary_calls_independent,
+    assert_rotary_conforms,
     assert_rotary_matches_config,
     assert_rotary_offset_matches_slice,
     assert_rotary_scores_depend_on_offset_only,
@@ -77,6 +99,8 @@ from posenc.testing import (
     assert_t5_buckets_exact,
     assert_t5_buckets_in_range,
     assert_yarn_attention_factor,
+    rotary_cases,
+    rotary_positions,
     t5_float32_boundaries,
 )
 
@@ -213,6 +237,27 @@ BAD_CALLS = {
     "LayerRotary with an odd rotary_dim": Bad(
         lambda: LayerRotary("full_attention", True, 16, rotary_dim=7), ValueError, "rotary_dim"
     ),
+    # issue 32: accepted, inverse_frequencies() answered with base, and rotate() raised later
+    "LayerRotary with a base its scaling's rope_theta contradicts": Bad(
+        lambda: LayerRotary("full_attention", True, 8, 8, base=10000.0, scaling=RopeScaling(rope_theta=5e5)),
+        ValueError,
+        "base",
+    ),
+    # posenc check: a config it cannot read, and the report's parts (tests/test_check.py: the refusals of configs)
+    "check_config of a file that is not there": Bad(lambda: check_config("no/such/config.json"), ValueError, "config"),
+    "check_config with a context of 1": Bad(
+        lambda: check_config({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4}, context=1),
+        ValueError,
+        "context",
+    ),
+    "ConfigCheck without a plan": Bad(lambda: ConfigCheck("config.json", None, None, (), ()), TypeError, "plan"),
+    "KindCheck of a dict": Bad(lambda: KindCheck({}, (0,)), TypeError, "kind"),
+    "ContextCheck failing past its length": Bad(
+        lambda: ContextCheck(8, False, 8, "fails"), ValueError, "first_failure"
+    ),
+    "CheckWarning with one source as a str": Bad(
+        lambda: CheckWarning("truncate", "message", "chapter 13", "github.com/x/y"), TypeError, "sources"
+    ),
     "QueryScaling of an unknown kind": Bad(lambda: QueryScaling("temperature", 0.1, 8.0), ValueError, "kind"),
     "query_scale at a negative position": Bad(
         lambda: query_scale([-1], QueryScaling("llama4_beta", 0.1, 8.0)), ValueError, "positions"
@@ -333,6 +378,9 @@ BAD_CALLS = {
     "rotate dynamic with head_dim 2": Bad(lambda: rotate(np.zeros((2, 2)), 2, scaling=_DYNAMIC), ValueError, "x"),
     "rotate positions of the wrong length": Bad(lambda: rotate(np.zeros((3, 4)), [0.0, 1.0]), ValueError, "positions"),
     "rotate too many positions": Bad(lambda: rotate(np.zeros((1, 8)), 2**40), ValueError, "positions", large=True),
+    "rotate integer position not exact in float64": Bad(
+        lambda: rotate(np.zeros((1, 8)), [2**53 + 1]), ValueError, "positions"
+    ),
     "rotate cos_first layout": Bad(lambda: rotate(np.zeros((2, 4)), 2, layout="cos_first"), ValueError, "layout"),
     "weight permutation cos_first source": Bad(
         lambda: rotary_weight_permutation("cos_first", "halves", 8), ValueError, "source"
@@ -421,6 +469,12 @@ BAD_CALLS = {
         lambda: RotaryEmbedding(8)(torch.zeros(2, 8), positions=torch.zeros(2, device="meta")),
         ValueError,
         "positions",
+    ),
+    "rotary module integer positions not exact in float64": Bad(
+        lambda: RotaryEmbedding(8)(torch.zeros(1, 8), positions=torch.tensor([2**53 + 1])), ValueError, "positions"
+    ),
+    "rotary module host integer positions not exact in float64": Bad(
+        lambda: RotaryEmbedding(8)(torch.zeros(1, 8), positions=[-(2**53) - 1]), ValueError, "positions"
     ),
     "rotary module short positions": Bad(
         lambda: RotaryEmbedding(8)(torch.zeros(3, 8), positions=torch.arange(2)), ValueError, "positions"
@@ -529,6 +583,10 @@ BAD_CALLS = {
     ),
     "alibi module float tensor offset": Bad(lambda: ALiBiBias(4)(2, 3, offset=torch.tensor(1.0)), TypeError, "offset"),
     "t5 module float offset": Bad(lambda: T5RelativeBias(4)(2, 3, offset=1.5), TypeError, "offset"),
+    # No queries: an empty result, but the keys' buckets are computed first (16 GiB of int64 for 2**31 keys).
+    "t5 module no queries and 2**31 keys": Bad(lambda: T5RelativeBias(4)(0, 2**31), ValueError, "k_len", large=True),
+    "t5 module 2**31 queries and no keys": Bad(lambda: T5RelativeBias(4)(2**31, 0), ValueError, "q_len", large=True),
+    "alibi bias no queries and 2**31 keys": Bad(lambda: alibi_bias(4, 0, 2**31), ValueError, "k_len", large=True),
     "t5 module offset past 2**52": Bad(lambda: T5RelativeBias(4)(2, 3, offset=-(2**52) - 1), ValueError, "offset"),
     "t5 buckets 1-D tensor offset": Bad(
         lambda: T5RelativeBias(4).buckets(2, 3, offset=torch.tensor([1, 2])), ValueError, "offset"
@@ -647,6 +705,23 @@ BAD_CALLS = {
     "config check past float32's exact integers": Bad(
         lambda: assert_rotary_matches_config(print, _LLAMA_CONFIG, positions=[0, 2**24 + 1]), ValueError, "positions"
     ),
+    "conformance check of a str": Bad(lambda: assert_rotary_conforms("rope", _LLAMA_CONFIG), TypeError, "rotate_fn"),
+    "conformance check in bfloat16 NumPy arrays": Bad(
+        lambda: assert_rotary_conforms(print, _LLAMA_CONFIG, dtype="bfloat16"), ValueError, "dtype"
+    ),
+    "conformance check of an unknown layout of x": Bad(
+        lambda: assert_rotary_conforms(print, _LLAMA_CONFIG, qkv_format="bsd"), ValueError, "qkv_format"
+    ),
+    "conformance check of an M-RoPE config": Bad(
+        lambda: assert_rotary_conforms(print, _MROPE_CONFIG), ValueError, "assert_mrope_axes_match"
+    ),
+    "conformance case of a NoPE layer": Bad(
+        lambda: RotaryCase("nope", {}, "", LayerRotary("full_attention", False, 8), 16, None, (0,)),
+        ValueError,
+        "rotary",
+    ),
+    "conformance cases in an unknown dtype": Bad(lambda: rotary_cases(dtypes=("float8",)), ValueError, "dtypes"),
+    "conformance positions of an empty context": Bad(lambda: rotary_positions(0), ValueError, "trained_length"),
     "mrope axes check of None": Bad(lambda: assert_mrope_axes_match(None, [2, 1, 1]), TypeError, "rotate_fn"),
     "mrope axes check sections of the wrong sum": Bad(
         lambda: assert_mrope_axes_match(print, [2, 1, 1]), ValueError, "mrope_section"
@@ -707,6 +782,9 @@ BAD_CALLS = {
         lambda: rotate_multiaxis(np.ones((1, 4)), [[1e300, 0.0]], np.full((2, 2), 1e300)), ValueError, "positions"
     ),
     "multiaxis x of str": Bad(lambda: rotate_multiaxis("x", np.ones((3, 2)), axial_frequencies(4, 2)), TypeError, "x"),
+    "multiaxis integer coordinate not exact in float64": Bad(
+        lambda: rotate_multiaxis(np.ones((1, 4)), [[2**53 + 1, 0]], axial_frequencies(4, 2)), ValueError, "positions"
+    ),
     "multiaxis module frequencies of NaN": Bad(
         lambda: MultiAxisRotaryEmbedding([[float("nan"), 1.0]]), ValueError, "frequencies"
     ),
@@ -718,9 +796,115 @@ BAD_CALLS = {
         ValueError,
         "positions",
     ),
+    "multiaxis forward integer coordinate not exact in float64": Bad(
+        lambda: MultiAxisRotaryEmbedding(axial_frequencies(4, 2))(torch.ones(1, 4), torch.tensor([[2**53 + 1, 0]])),
+        ValueError,
+        "positions",
+    ),
+    "multiaxis forward (batch, seq, n_axes) positions against (batch, heads, seq, head_dim)": Bad(
+        lambda: MultiAxisRotaryEmbedding(axial_frequencies(4, 2))(torch.ones(2, 2, 3, 4), torch.ones(2, 3, 2)),
+        ValueError,
+        "positions",
+    ),
     "multiaxis forward x too narrow": Bad(
         lambda: MultiAxisRotaryEmbedding(axial_frequencies(8, 2))(torch.ones(3, 4), torch.ones(3, 2)), ValueError, "x"
     ),
+    # position from content
+    "forgetting log gate positive": Bad(lambda: forgetting_bias([0.0, 0.1]), ValueError, "log_forget"),
+    "forgetting log gates of str": Bad(lambda: forgetting_bias("gates"), TypeError, "log_forget"),
+    "forgetting no token": Bad(lambda: forgetting_bias(np.zeros((2, 0))), ValueError, "log_forget"),
+    "forgetting more queries than keys": Bad(lambda: forgetting_bias(np.zeros(3), q_len=4), ValueError, "q_len"),
+    "forgetting too large": Bad(lambda: forgetting_bias(np.zeros(2**15)), ValueError, "q_len", large=True),
+    "forgetting module log gate NaN": Bad(
+        lambda: torch_forgetting_bias(torch.tensor([0.0, float("nan")])), ValueError, "log_forget"
+    ),
+    "forgetting module log gate positive": Bad(
+        lambda: torch_forgetting_bias(torch.tensor([0.0, 0.5])), ValueError, "log_forget"
+    ),
+    "forgetting module log gates of ints": Bad(
+        lambda: torch_forgetting_bias(torch.zeros(3, dtype=torch.int64)), TypeError, "log_forget"
+    ),
+    "forgetting module too large": Bad(lambda: torch_forgetting_bias(torch.zeros(2**15)), ValueError, "q_len"),
+    "forgetting score_mod without heads": Bad(
+        lambda: forgetting_score_mod(torch.zeros(2, 3)), ValueError, "log_forget"
+    ),
+    "forgetting score_mod negative offset": Bad(
+        lambda: forgetting_score_mod(torch.zeros(1, 1, 3), offset=-1), ValueError, "offset"
+    ),
+    "forgetting gate no width": Bad(lambda: ForgettingGate(0, 2), ValueError, "d_model"),
+    "forgetting gate no head": Bad(lambda: ForgettingGate(4, 0), ValueError, "n_heads"),
+    "forgetting gate x of another width": Bad(lambda: ForgettingGate(4, 2)(torch.zeros(1, 3, 5)), ValueError, "x"),
+    "stick-breaking logits 1-D": Bad(lambda: stick_breaking_weights([0.0, 1.0]), ValueError, "logits"),
+    "stick-breaking logits NaN": Bad(lambda: stick_breaking_weights([[float("nan")]]), ValueError, "logits"),
+    "stick-breaking attend_current of an int": Bad(
+        lambda: stick_breaking_weights(np.zeros((2, 2)), attend_current=1), TypeError, "attend_current"
+    ),
+    "stick-breaking module logits of ints": Bad(
+        lambda: torch_stick_breaking_weights(torch.zeros(2, 2, dtype=torch.int64)), TypeError, "logits"
+    ),
+    "stick-breaking float offset": Bad(
+        lambda: torch_stick_breaking_weights(torch.zeros(2, 2), offset=torch.tensor(1.0)), TypeError, "offset"
+    ),
+    "stick-breaking attention head widths differ": Bad(
+        lambda: stick_breaking_attention(torch.zeros(1, 2, 4), torch.zeros(1, 3, 5), torch.zeros(1, 3, 4)),
+        ValueError,
+        "q",
+    ),
+    "stick-breaking attention dtypes differ": Bad(
+        lambda: stick_breaking_attention(torch.zeros(2, 4), torch.zeros(2, 4).double(), torch.zeros(2, 4)),
+        TypeError,
+        "k",
+    ),
+    "stick-breaking attention zero scale": Bad(
+        lambda: stick_breaking_attention(torch.zeros(2, 4), torch.zeros(2, 4), torch.zeros(2, 4), scale=0.0),
+        ValueError,
+        "scale",
+    ),
+    "cope gate above 1": Bad(lambda: cope_positions([[0.5, 1.5]]), ValueError, "gates"),
+    "cope table of another width": Bad(
+        lambda: cope_logits(np.zeros((3, 4)), np.zeros((3, 4)), np.zeros((5, 3))), ValueError, "embeddings"
+    ),
+    "cope q and k differ": Bad(
+        lambda: cope_logits(np.zeros((3, 4)), np.zeros((2, 4)), np.zeros((5, 4))), ValueError, "q"
+    ),
+    "cope negative scale": Bad(
+        lambda: cope_logits(np.zeros((3, 4)), np.zeros((3, 4)), np.zeros((5, 4)), scale=-1.0), ValueError, "scale"
+    ),
+    "cope module no position": Bad(lambda: CoPE(0, 4), ValueError, "n_positions"),
+    "cope module q of another width": Bad(lambda: CoPE(5, 4)(torch.zeros(3, 5), torch.zeros(3, 3)), ValueError, "q"),
+    "cope module gate logits NaN": Bad(
+        lambda: CoPE(5, 4)(torch.zeros(1, 4), torch.tensor([[float("nan")]])), ValueError, "gate_logits"
+    ),
+    "cope module gate logits of other queries": Bad(
+        lambda: CoPE(5, 4)(torch.zeros(3, 4), torch.zeros(2, 3)), ValueError, "gate_logits"
+    ),
+    "cope module fewer keys than queries": Bad(
+        lambda: CoPE(5, 4).logits(torch.zeros(3, 4), torch.zeros(2, 4)), ValueError, "k"
+    ),
+    "sink sinks of another head count": Bad(lambda: sink_softmax(np.zeros((2, 1, 3)), [0.0]), ValueError, "sinks"),
+    "sink logits +inf": Bad(lambda: sink_softmax(np.full((1, 1, 2), np.inf), [0.0]), ValueError, "logits"),
+    "sink row with nothing to share": Bad(
+        lambda: sink_softmax(np.full((1, 1, 2), -np.inf), [-np.inf]), ValueError, "logits"
+    ),
+    "sink module no head": Bad(lambda: AttentionSink(0), ValueError, "n_heads"),
+    "sink module logits of another head count": Bad(
+        lambda: AttentionSink(2)(torch.zeros(3, 4, 4)), ValueError, "logits"
+    ),
+    "sink module lse of another shape": Bad(
+        lambda: AttentionSink(2).rescale(torch.zeros(2, 4, 8), torch.zeros(2, 5)), ValueError, "lse"
+    ),
+    "path beta of another shape": Bad(
+        lambda: path_logits(np.zeros((3, 2)), np.zeros((3, 2)), np.zeros((3, 2)), np.zeros(4)), ValueError, "beta"
+    ),
+    "path w of another shape": Bad(
+        lambda: path_logits(np.zeros((3, 2)), np.zeros((3, 2)), np.zeros((3, 3)), np.zeros(3)), ValueError, "w"
+    ),
+    "path module dtypes differ": Bad(
+        lambda: torch_path_logits(torch.zeros(3, 2), torch.zeros(3, 2), torch.zeros(3, 2).double(), torch.zeros(3)),
+        TypeError,
+        "w",
+    ),
+    "path gate no head width": Bad(lambda: PaTHGate(8, 2, 0), ValueError, "head_dim"),
 }
 
 

@@ -1,4 +1,4 @@
-"""The committed table of ``make check-seeds`` (``book/seed_claims.md``) is current, complete and green.
+"""The committed table of ``make check-seeds`` (``book/data/seed_claims.md``) is current, complete and green.
 
 ``tests/check_seeds.py`` takes about 20 minutes, so ``make test`` does not run it; it reads what the last run
 wrote. The table is refused if it was made from other code than the chapters' and helpers' current code (its
@@ -34,7 +34,7 @@ def test_the_table_is_where_the_target_writes_it():
 def test_the_table_was_made_from_the_current_code():
     header = read().header
     assert header["source digest"] == source_digest(), (
-        "book/seed_claims.md was made from other code than the current chapters 5, 9, 12 and their helpers: "
+        "book/data/seed_claims.md was made from other code than the current chapters 5, 9, 12 and their helpers: "
         "run make check-seeds"
     )
 

@@ -93,8 +93,15 @@ EVIDENCE = {
         "base $10^6$ can get the other base's angles.",
     ],
     "15_model_zoo": [
-        "reads the rotary settings of 225 of the 236 configuration classes in `transformers` 5.23",
+        "reads the rotary settings of 227 of the 238 configuration classes in `transformers` 5.23 that rotate at "
+        "their defaults",
         "the logits agree within $10^{-4}$.",
+    ],
+    "17_same_model_every_engine": [
+        "Five engines and 25 model families make the matrix below. Three cells of the published files are red. "
+        "mlx-lm rounds GPT-OSS's YaRN ramp",
+        "mlx-lm and vLLM give Phi-3.5 its long LongRoPE factors at every length, vLLM on purpose.",
+        "built from the file the way its own loader builds it",
     ],
 }
 """Per chapter, the passages of its prose that its start-page line summarises (whitespace-normalised)."""

@@ -1,4 +1,4 @@
-"""The committed table of ``make check-seeds`` (``book/seed_claims.md``), read back for the chapters and tests.
+"""The committed table of ``make check-seeds`` (``book/data/seed_claims.md``), read back for the chapters and tests.
 
 ``tests/check_seeds.py`` checks every claim chapters 5, 9 and 12 make about a scheme, a chain or every seed on
 nine training seeds and writes one table per chapter (:func:`posenc_book.robustness.check_seed_values`'s rows)
@@ -17,8 +17,8 @@ from pathlib import Path
 
 __all__ = ["SEED_CLAIMS", "SeedRow", "SeedTable", "read", "verdicts"]
 
-SEED_CLAIMS = Path(__file__).resolve().parents[1] / "seed_claims.md"
-"""Where ``make check-seeds`` writes its table: ``book/seed_claims.md``."""
+SEED_CLAIMS = Path(__file__).resolve().parents[1] / "data" / "seed_claims.md"
+"""Where ``make check-seeds`` writes its table: ``book/data/seed_claims.md``."""
 
 
 @dataclass(frozen=True)
@@ -90,7 +90,7 @@ def parse(text: str) -> SeedTable:
 
 @functools.cache
 def read(path: Path = SEED_CLAIMS) -> SeedTable:
-    """The committed table (``book/seed_claims.md`` unless ``path``), parsed; read once."""
+    """The committed table (``book/data/seed_claims.md`` unless ``path``), parsed; read once."""
     return parse(Path(path).read_text())
 
 
