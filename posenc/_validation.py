@@ -239,14 +239,14 @@ def check_query_key_lengths(
 
     Query ``i`` sits at absolute position ``offset + i`` and key ``j`` at ``j``. Refuses a result of more than
     :data:`MAX_TABLE_ELEMENTS` elements (``n_per_pair`` values per (query, key) pair, ``per_pair_name`` names
-    that factor in the message, ``hint`` ends it as in :func:`check_table_size`), counting one query and one key
-    at least: an empty result (no queries, or no keys) still computes values per key or per query first (T5's
-    buckets of every position).
+    that factor in the message, ``hint`` ends it as in :func:`check_table_size`). An empty result (no queries,
+    or no keys) passes whatever the other length: every caller returns it before it computes anything per query
+    or per key (tests/test_positions.py, ``test_an_empty_bias_allocates_nothing_of_the_other_length``).
     """
     queries = check_int(q_len, "q_len")
     keys = queries if k_len is None else check_int(k_len, "k_len")
     rows_name = f"{per_pair_name} * q_len" if per_pair_name else "q_len"
-    check_table_size(n_per_pair * max(queries, 1), max(keys, 1), rows_name, "k_len", hint=hint)
+    check_table_size(n_per_pair * queries, keys, rows_name, "k_len", hint=hint)
     if offset is None:
         return queries, keys, keys - queries
     return queries, keys, check_int(offset, "offset", minimum=-MAX_OFFSET, maximum=MAX_OFFSET)

@@ -583,10 +583,6 @@ BAD_CALLS = {
     ),
     "alibi module float tensor offset": Bad(lambda: ALiBiBias(4)(2, 3, offset=torch.tensor(1.0)), TypeError, "offset"),
     "t5 module float offset": Bad(lambda: T5RelativeBias(4)(2, 3, offset=1.5), TypeError, "offset"),
-    # No queries: an empty result, but the keys' buckets are computed first (16 GiB of int64 for 2**31 keys).
-    "t5 module no queries and 2**31 keys": Bad(lambda: T5RelativeBias(4)(0, 2**31), ValueError, "k_len", large=True),
-    "t5 module 2**31 queries and no keys": Bad(lambda: T5RelativeBias(4)(2**31, 0), ValueError, "q_len", large=True),
-    "alibi bias no queries and 2**31 keys": Bad(lambda: alibi_bias(4, 0, 2**31), ValueError, "k_len", large=True),
     "t5 module offset past 2**52": Bad(lambda: T5RelativeBias(4)(2, 3, offset=-(2**52) - 1), ValueError, "offset"),
     "t5 buckets 1-D tensor offset": Bad(
         lambda: T5RelativeBias(4).buckets(2, 3, offset=torch.tensor([1, 2])), ValueError, "offset"

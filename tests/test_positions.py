@@ -8,6 +8,7 @@ static cache's position, a 0-d tensor here), and, for rotary, tensors laid out `
 
 from __future__ import annotations
 
+import math
 import pickle
 
 import numpy as np
@@ -349,8 +350,10 @@ def test_bias_offset_none_keeps_the_queries_last():
         lambda q_len, k_len: ALiBiBias(4)(q_len, k_len, causal=False),
         lambda q_len, k_len: T5RelativeBias(4)(q_len, k_len),
         lambda q_len, k_len: T5RelativeBias(4).buckets(q_len, k_len),
+        lambda q_len, k_len: posenc.alibi_bias(4, q_len, k_len, causal=False),
+        lambda q_len, k_len: posenc.shaw_relative_indices(q_len, k_len, max_distance=4),
     ],
-    ids=["alibi", "t5", "t5-buckets"],
+    ids=["alibi", "t5", "t5-buckets", "alibi-numpy", "shaw"],
 )
 @pytest.mark.parametrize(("q_len", "k_len"), [(0, 2**40), (2**40, 0)])
 def test_an_empty_bias_allocates_nothing_of_the_other_length(make_bias, q_len, k_len):
@@ -361,4 +364,4 @@ def test_an_empty_bias_allocates_nothing_of_the_other_length(make_bias, q_len, k
     """
     bias = make_bias(q_len, k_len)
     assert bias.shape[-2:] == (q_len, k_len)
-    assert bias.numel() == 0
+    assert math.prod(bias.shape) == 0
