@@ -38,6 +38,13 @@ visit). A page passes when it
   navigation button (☰) collapses the sidebar and a second brings it back; at 390 px a tap on ☰, and on
   the contents button where the page has contents, opens its sidebar (a modal dialog with links on the
   screen). pydata-sphinx-theme 0.17 bound both to hidden copies of the buttons, and nothing opened;
+* has drawers that behave (``toggles``): at 390 px, tapping an entry of the contents drawer closes the drawer
+  and goes to the entry's section; after each step of :data:`DRAWER_SEQUENCES` (collapse the site navigation at
+  1280 px, narrow the window, open ☰, widen it; and others), no open modal drawer is invisible;
+* breaks no word of the sidebars' links across two lines (at 1280 px, and in the drawers at 390 px: a break
+  after a hyphen, or at a ``<wbr>``, is a line break, not a broken word), and shows no fullscreen button;
+* at 390 px, shows the book's name on the first screen (``book_title``), and every code block that scrolls
+  sideways shows that it does (a mask that fades the edge, or a shadow drawn as a gradient);
 * at 390 px, shows every formula whole or in a box of its own that scrolls (a formula that a clipping box
   cuts off, or that reaches past the screen, fails), and no table of the article wider than its box;
 * in light mode, and then in the dark mode the page must follow when the system turns dark, has every text
@@ -49,7 +56,11 @@ each in tiles of at most :data:`SCREENSHOT_TILE_PX` (the rest in ``<page>.part2.
 times out is printed as a note, not a failure), and exits non-zero if any page fails. Site-wide,
 ``/favicon.ico`` must answer with an image (browsers and other clients ask for it whether or not a page
 declares an icon), and the site's search must list results for a word, each with an excerpt of prose (no
-file name, no raw LaTeX).
+file name, no raw LaTeX), and list first, for each query of :data:`SEARCH_RANKING`, the page that is about it.
+
+``--phone-screens JSON`` only measures, for every chapter on a 390 x 844 touch phone, its length and how far
+down its first figure starts and ends, in screens, and how much of its visible code is cut at the right
+(:func:`measure_phone_screens`).
 
 The browser's requests are deliberately not intercepted (no ``route``): with interception on, Chromium
 stops asking for ``/favicon.ico``, and the check would miss the 404 a reader's browser logs.
@@ -1051,6 +1062,7 @@ def check_pages(
     phone_width: int | None = PHONE_WIDTH,
     toggles: bool = False,
     book_title: str | None = None,
+    drawer_sequence_pages: frozenset[str] | None = None,
 ) -> tuple[list[PageReport], list[str]]:
     """Visit ``pages`` (paths relative to ``html_dir``) in Chromium; return a report per page and site-wide failures.
 
@@ -1065,7 +1077,8 @@ def check_pages(
     dark one, which a page that sets a theme must follow. ``toggles``: the page must have the theme's two
     toggles working: at 1280 px ☰ collapses the site navigation and brings it back; at the phone's width
     tapping ☰ and the contents button each opens its sidebar (:data:`TOGGLES`); the contents drawer closes when
-    one of its entries is tapped, and no sequence of :data:`DRAWER_SEQUENCES` leaves an open drawer invisible.
+    one of its entries is tapped, and no sequence of :data:`DRAWER_SEQUENCES` leaves an open drawer invisible
+    (run on the pages of ``drawer_sequence_pages``, every page if ``None``: each sequence loads the page again).
     ``book_title``: the phone's first screen must show it. On every page: no fullscreen button, no word of the
     sidebars' links broken across two lines (at 1280 px, and in the drawers the toggles open), and at the
     phone's width every code block that scrolls sideways shows that it does.
@@ -1186,7 +1199,7 @@ def check_pages(
                     page.set_viewport_size(DESKTOP_VIEWPORT)
                     _settle(page)
                     _screenshot(page, screenshot_dir, f"{shot_name}.dark", report)
-            if toggles:
+            if toggles and (drawer_sequence_pages is None or page_path in drawer_sequence_pages):
                 _check_drawer_sequences(page, report, urls[index])
             page.context.close()
             reports.append(report)
@@ -1709,6 +1722,11 @@ def main(argv: list[str] | None = None) -> int:
         required_ids=required_ids,
         toggles=True,
         book_title=yaml.safe_load((args.source / "_config.yml").read_text())["title"],
+        # The drawers are the same script on every page: the sequences (three loads each) run on the first chapter
+        # and the first page of the API reference, whose drawers hold the longest lists.
+        drawer_sequence_pages=frozenset(
+            [next(page for page in pages if page in notebooks), next(page for page in pages if page in required_ids)]
+        ),
     )
     print(format_table(reports))
     total = (
@@ -1730,7 +1748,7 @@ def main(argv: list[str] | None = None) -> int:
         f"the contents drawer closed on a tapped entry on {sum(bool(r.drawer_entry_closes) for r in reports)} of "
         f"{sum(r.drawer_entry_closes is not None for r in reports)} pages, "
         f"{sum(len(r.drawer_faults) for r in reports)} invisible modal drawers after {len(DRAWER_SEQUENCES)} "
-        "sequences of resizing and tapping per page, "
+        "sequences of resizing and tapping on 2 pages, "
         f"{sum(len(w) for r in reports for w in r.broken_words.values())} words of the sidebars broken across lines, "
         f"{sum(len(r.silent_scrolling_code) for r in reports)} code blocks scrolling at {PHONE_WIDTH} px with no "
         "sign of it, "

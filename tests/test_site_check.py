@@ -586,6 +586,34 @@ def test_the_books_search_excerpts_write_formulas_as_text(tmp_path):
     assert site_check.excerpt_problem(excerpt) is None
 
 
+def test_a_glossary_entry_with_two_names_gets_its_definition_as_excerpt(tmp_path):
+    """A glossary entry with two terms ("ALiBi", "T5 bias") has two <dt>s before its <dd>: the excerpt of a
+    search result pointing at the first was the two names alone, "ALiBi T5 bias", too short to tell anything."""
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} is missing: install it with `apt-get install -y chromium` (see README.md)")
+    from playwright.sync_api import sync_playwright
+
+    (tmp_path / "search-excerpts.js").write_text((REPOSITORY / "_static" / "search-excerpts.js").read_text())
+    (tmp_path / "search.html").write_text(
+        page("", '<script>var Search = {};</script><script src="search-excerpts.js"></script>')
+    )
+    glossary = (
+        '<article class="bd-article"><dl class="glossary"><dt id="term-ALiBi">ALiBi</dt><dt id="term-T5-bias">T5 '
+        "bias</dt><dd><p>A number that depends on the query-key offset and is added to the attention logit.</p>"
+        "</dd></dl></article>"
+    )
+    with site_check.LocalServer(tmp_path) as server, sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=site_check.CHROMIUM_ARGS)
+        tab = browser.new_page()
+        tab.goto(f"{server.origin}/search.html?q=ALiBi", wait_until="load")
+        excerpt = tab.evaluate(
+            "(html) => Search.makeSearchSummary(html, ['alibi'], '#term-ALiBi').textContent", glossary
+        )
+        browser.close()
+    assert excerpt == "ALiBi A number that depends on the query-key offset and is added to the attention logit."
+    assert site_check.excerpt_problem(excerpt) is None
+
+
 SPHINX_STATIC = Path(sysconfig.get_paths()["purelib"]) / "sphinx" / "themes" / "basic" / "static"
 
 
