@@ -43,8 +43,9 @@ visit). A page passes when it
   1280 px, narrow the window, open ☰, widen it; and others), no open modal drawer is invisible;
 * breaks no word of the sidebars' links across two lines (at 1280 px, and in the drawers at 390 px: a break
   after a hyphen, or at a ``<wbr>``, is a line break, not a broken word), and shows no fullscreen button;
-* at 390 px, shows the book's name on the first screen (``book_title``), and every code block that scrolls
-  sideways shows that it does (a mask that fades the edge, or a shadow drawn as a gradient);
+* at 390 px, shows the book's name on the first screen (``book_title``), no item of the article's header
+  reaching out of it, and every code block that scrolls sideways shows that it does (a mask that fades the
+  edge, or a shadow drawn as a gradient);
 * at 390 px, shows every formula whole or in a box of its own that scrolls (a formula that a clipping box
   cuts off, or that reaches past the screen, fails), and no table of the article wider than its box;
 * in light mode, and then in the dark mode the page must follow when the system turns dark, has every text
@@ -789,6 +790,20 @@ _NAME_ON_FIRST_SCREEN_JS = """
 }
 """
 
+# The items of the article's header (the sticky bar with ☰) that reach out of it: drawn over the page below.
+_HEADER_SPILL_JS = """
+() => {
+  const header = document.querySelector(".bd-header-article");
+  if (!header || header.getClientRects().length === 0) return [];
+  const box = header.getBoundingClientRect();
+  return [...header.querySelectorAll("a, button, span, div")].filter((el) => {
+    const rect = el.getBoundingClientRect();
+    return rect.width > 0 && rect.height > 0 && getComputedStyle(el).visibility !== "hidden"
+      && (rect.bottom > box.bottom + 1 || rect.top < box.top - 1);
+  }).map((el) => (el.textContent || el.className || el.tagName).replace(/\\s+/g, " ").trim().slice(0, 40));
+}
+"""
+
 # The theme's fullscreen button (sphinx-book-theme's article header), where it is displayed.
 _FULLSCREEN_BUTTONS_JS = """() => [...document.querySelectorAll(
     '.btn-fullscreen-button, [onclick*="toggleFullScreen"], [title="Fullscreen mode"]')]
@@ -1179,6 +1194,11 @@ def check_pages(
                     report, page.evaluate(_MATH_OVERFLOW_JS), page.evaluate(_WIDE_TABLES_JS), phone_width
                 )
                 _judge_scrolling_code(report, page.evaluate(_SCROLLING_CODE_JS), phone_width)
+                spilled = page.evaluate(_HEADER_SPILL_JS)
+                if spilled:
+                    report.failures.append(
+                        f"at {phone_width} px, items of the article's header reach out of it: " + ", ".join(spilled[:3])
+                    )
                 if book_title is not None:
                     page.evaluate(_SCROLL_TO_JS, 0)
                     report.name_on_first_screen = page.evaluate(_NAME_ON_FIRST_SCREEN_JS, book_title)

@@ -817,6 +817,9 @@ def test_the_books_name_must_be_on_the_first_phone_screen_and_no_fullscreen_butt
         "hidden.html": f"<dialog><a href='hidden.html'>{BOOK_TITLE}</a></dialog><article><h1>Rotary</h1>"
         f"<div style='height:2000px'></div><p>{BOOK_TITLE}</p></article>",
         "named.html": f"<header><a href='named.html'>{BOOK_TITLE}</a></header><article><h1>Rotary</h1></article>",
+        # the name under ☰ in a header 48 px tall: it hangs over the page below (the book's first try)
+        "spilled.html": "<div class='bd-header-article' style='height:48px'><button>☰</button>"
+        f"<a href='spilled.html' style='display:block;padding-top:20px'>{BOOK_TITLE}</a></div><article>x</article>",
         "fullscreen.html": f"<header>{BOOK_TITLE} <button class='btn btn-fullscreen-button' "
         "onclick='toggleFullScreen()' title='Fullscreen mode'>⛶</button></header><article>x</article>",
     }
@@ -827,6 +830,9 @@ def test_the_books_name_must_be_on_the_first_phone_screen_and_no_fullscreen_butt
     assert reports["hidden.html"].failures == ["at 390 px, the first screen does not show the book's name"]
     assert reports["named.html"].ok and reports["named.html"].name_on_first_screen, reports["named.html"].failures
     assert reports["fullscreen.html"].failures == ["1 fullscreen buttons shown"]
+    assert reports["spilled.html"].failures == [
+        f"at 390 px, items of the article's header reach out of it: {BOOK_TITLE}"
+    ], reports["spilled.html"].failures
 
 
 # --- Search: a page about the query before a page that mentions it ------------------------------------------
