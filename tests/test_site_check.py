@@ -837,30 +837,41 @@ def test_the_books_name_must_be_on_the_first_phone_screen_and_no_fullscreen_butt
 
 # --- Search: a page about the query before a page that mentions it ------------------------------------------
 
-# A search index as Sphinx 7.4 writes it, for four pages: the bug gallery, whose section heading holds "base"
-# and whose title sorts first; the chapter titled by it; a page that only mentions both words, whose title sorts
-# before the fourth: the chapter that defines "interleaved" in bold (posenc_bold, book/_ext/posenc_search.py)
-# but has it in no heading.
+# A search index as Sphinx 7.4 writes it, for six pages: the bug gallery, whose section headings hold "base" and
+# "ALiBi" and whose title sorts first; the chapter titled by "base"; a page that only mentions "base" and
+# "interleaved", whose title sorts before the chapter that defines "interleaved" in bold (posenc_bold,
+# book/_ext/posenc_search.py) but has it in no heading; chapter 8, whose title names ALiBi; and the API page of the
+# module posenc.alibi, an object of the index.
 SEARCH_INDEX = {
-    "docnames": ["notebooks/01", "notebooks/07", "notebooks/10", "notebooks/12"],
-    "filenames": ["01.ipynb", "07.ipynb", "10.ipynb", "12.ipynb"],
-    "titles": ["Compute the sinusoids", "Rotate queries and keys", "Catch bugs", "Choosing the base"],
+    "docnames": ["book/api/alibi", "notebooks/01", "notebooks/07", "notebooks/08", "notebooks/10", "notebooks/12"],
+    "filenames": ["alibi.rst", "01.ipynb", "07.ipynb", "08.ipynb", "10.ipynb", "12.ipynb"],
+    "titles": [
+        "posenc.alibi",
+        "Compute the sinusoids",
+        "Rotate queries and keys",
+        "Bias the logits instead: Shaw, T5 and ALiBi",
+        "Catch bugs",
+        "Choosing the base",
+    ],
     "alltitles": {
-        "Compute the sinusoids": [[0, None]],
-        "Rotate queries and keys": [[1, None]],
-        "Two layouts, one rotation": [[1, "two-layouts"]],
-        "Catch bugs": [[2, None]],
-        "Family 11: a base read where the config no longer keeps it": [[2, "family-11"]],
-        "Choosing the base": [[3, None]],
+        "posenc.alibi": [[0, None]],
+        "Compute the sinusoids": [[1, None]],
+        "Rotate queries and keys": [[2, None]],
+        "Two layouts, one rotation": [[2, "two-layouts"]],
+        "Bias the logits instead: Shaw, T5 and ALiBi": [[3, None]],
+        "Catch bugs": [[4, None]],
+        "Family 3: ALiBi slopes for head counts that are not powers of two": [[4, "family-3"]],
+        "Family 11: a base read where the config no longer keeps it": [[4, "family-11"]],
+        "Choosing the base": [[5, None]],
     },
-    "terms": {"base": [0, 2, 3], "interleaved": [0, 1]},
-    "titleterms": {"base": [2, 3], "catch": 2, "choosing": 3, "rotate": 1, "layouts": 1, "compute": 0},
-    "objects": {},
-    "objnames": {},
-    "objtypes": {},
+    "terms": {"base": [1, 4, 5], "interleaved": [1, 2], "alibi": [0, 3, 4]},
+    "titleterms": {"base": [4, 5], "alibi": [0, 3, 4], "catch": 4, "choosing": 5, "rotate": 2, "layouts": 2},
+    "objects": {"": [[0, 0, 0, "module-posenc.alibi", "posenc.alibi"]]},
+    "objnames": {"0": ["py", "module", "Python module"]},
+    "objtypes": {"0": "py:module"},
     "indexentries": {},
     "envversion": {},
-    "posenc_bold": {"interleaved": [1]},
+    "posenc_bold": {"interleaved": [2]},
 }
 
 
@@ -868,7 +879,8 @@ def test_the_books_scorer_ranks_a_page_about_the_query_above_pages_that_mention_
     """Sphinx's searchtools.js, as the search page loads it, with and without the book's scorer
     (book/_ext/search_scorer.js, which Sphinx puts into language_data.js, after searchtools.js): Sphinx orders
     equal scores by title, so the bug gallery comes before "Choosing the base" and "interleaved" lists chapter 1
-    first; the book's scorer puts the titled page and the page that defines the word first."""
+    first, and "ALiBi" the module's API page; the book's scorer puts the titled chapter and the chapter that
+    defines the word first."""
     if not CHROMIUM.exists():
         pytest.fail(f"{CHROMIUM} is missing: install it with `apt-get install -y chromium` (see README.md)")
     from playwright.sync_api import sync_playwright
@@ -891,7 +903,7 @@ def test_the_books_scorer_ranks_a_page_about_the_query_above_pages_that_mention_
         for page_name, sources in scripts.items():
             tags = "".join(f'<script src="{source}"></script>' for source in sources)
             (tmp_path / page_name).write_text(page("", stubs + tags + index))
-            for query in ("base", "interleaved"):
+            for query in ("base", "interleaved", "ALiBi"):
                 tab = browser.new_page()
                 tab.goto(f"{server.origin}/{page_name}?q={query}", wait_until="load")
                 order[page_name, query] = tab.evaluate(
@@ -907,7 +919,11 @@ def test_the_books_scorer_ranks_a_page_about_the_query_above_pages_that_mention_
         browser.close()
     assert order["sphinx.html", "base"][0] == "notebooks/10"
     assert order["sphinx.html", "interleaved"][0] == "notebooks/01"
-    assert order["book.html", "base"][0] == "notebooks/12"
-    # the heading in the bug gallery, then the page that only mentions the word
+    assert order["sphinx.html", "ALiBi"][0] == "book/api/alibi#module-posenc.alibi"
+    # the title, then the heading in the bug gallery, then the page that only mentions the word
     assert order["book.html", "base"] == ["notebooks/12", "notebooks/10", "notebooks/01"]
     assert order["book.html", "interleaved"] == ["notebooks/07", "notebooks/01"]
+    # two titles hold "ALiBi": the chapter's first, then the module's page (its object result and its page
+    # result), then the bug gallery's heading
+    assert order["book.html", "ALiBi"][0] == "notebooks/08"
+    assert order["book.html", "ALiBi"][-1] == "notebooks/10", order["book.html", "ALiBi"]

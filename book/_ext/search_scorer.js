@@ -9,12 +9,16 @@
  * page loads after searchtools.js and before it runs a query. Scorer.score gives every result a tier, then
  * Sphinx's own score within the tier, then the reading order (the chapters' file names sort in that order):
  *
- *   5  an object of the API reference whose name is the query (posenc.rotate for "rotate");
+ *   5  a function, class or constant of the API reference whose name is the query (posenc.rotate for
+ *      "rotate"; not a module: posenc.alibi is a page about ALiBi's code, not about ALiBi);
  *   4  a page whose title holds the query;
  *   3  a page with a section heading that holds the query (or that section itself);
  *   2  a page that defines the query: a glossary term, or a bold phrase of at most four words
  *      (book/_ext/posenc_search.py indexes those as "posenc_bold");
  *   1  any other result: the query is only mentioned.
+ *
+ * Within a tier a chapter (notebooks/) comes before a page of the reference: "ALiBi" is in the title of
+ * chapter 8 and of the API page posenc.alibi, and a reader who types a topic is looking for the chapter.
  *
  * "Holds the query" means its words, in order, each equal to a word of the text or with the same stem
  * ("interleaving" holds "interleaved"); case and punctuation do not count ("M-RoPE" holds "m rope").
@@ -39,14 +43,16 @@ var Scorer = {
     const holds = (text) => Scorer._holds(Scorer._words(text || ""), query);
     let tier = 1;
     if (query.length === 0 || file < 0) tier = 1;
-    else if (descr !== null && holds(title.split(".").pop())) tier = 5;
+    else if (descr !== null && !anchor.startsWith("#module-") && holds(title.split(".").pop())) tier = 5;
     else if (holds(index.titles[file])) tier = 4;
     else if (anchor && holds(title.split(" > ").pop())) tier = 3;
     else if (Scorer._headings(index, file).some(holds)) tier = 3;
     else if (anchor.startsWith("#term-") || Scorer._bold(index, file).some(holds)) tier = 2;
-    // earlier in reading order first among equals: a fraction under 1, so it never outranks a point of score
+    // a chapter before a reference page of the same tier; then Sphinx's score; then the reading order, a
+    // fraction under 1, so it never outranks a point of score
+    const chapter = docname.startsWith("notebooks/") ? 500 : 0;
     const order = 0.5 * (1 - file / Math.max(index.docnames.length, 1));
-    return 1000 * tier + score + order;
+    return 1000 * tier + chapter + score + order;
   },
 
   // The words of `text`, lower case, without punctuation, each with its stem: [[word, stem], ...].
