@@ -735,13 +735,19 @@ _SCROLLING_CODE_JS = """
 }
 """
 
-# Words of the links in the elements `selector` matches (displayed ones) that the browser broke across two lines
+# Words of the links in the elements `selector` matches (displayed ones, with every sub-entry of a page's contents
+# shown) that the browser broke across two lines
 # ("FlexAttenti" / "on"): a word is a run of non-space characters within one text node, up to and with a hyphen
 # (a <wbr> between two text nodes, and a hyphen, are places where a line may break), broken when its rectangles
 # lie on more than one line.
 _BROKEN_WORDS_JS = """
 (selector) => {
   const broken = [];
+  // every entry of a page's contents as it shows when its section is the one read (the theme shows an entry's
+  // sub-entries only then, and the reader's scrolling decides which)
+  const expand = document.createElement("style");
+  expand.textContent = `:is(${selector}) ul.section-nav { display: flex !important; }`;
+  document.head.append(expand);
   for (const box of document.querySelectorAll(selector)) {
     if (box.getClientRects().length === 0 || getComputedStyle(box).visibility === "hidden") continue;
     const walker = document.createTreeWalker(box, NodeFilter.SHOW_TEXT);
@@ -757,6 +763,7 @@ _BROKEN_WORDS_JS = """
       }
     }
   }
+  expand.remove();
   return [...new Set(broken)];
 }
 """
