@@ -1,6 +1,6 @@
-r"""Men et al.'s condition on a rotary head's frequencies for a context length: the cosine sum and its sign.
+r"""Xu et al.'s condition on a rotary head's frequencies for a context length: the cosine sum and its sign.
 
-Men et al. (2024) ask that a query attend more to a key similar to it than to a random key, at every distance
+Xu et al. (2024) ask that a query attend more to a key similar to it than to a random key, at every distance
 within the context. Under their assumptions the gap between the two expected scores at distance :math:`m` is
 proportional to
 
@@ -42,7 +42,7 @@ float32 sums all reach twice that is positive; the others are summed again in fl
 
 References
 ----------
-Men et al., "Base of RoPE Bounds Context Length", NeurIPS 2024, arXiv:2405.14591.
+Xu, Men et al., "Base of RoPE Bounds Context Length", NeurIPS 2024, arXiv:2405.14591 (the preprint lists Men first).
 """
 
 from __future__ import annotations
@@ -115,7 +115,7 @@ def _error(theta: NDArray[np.float64], length: int) -> float:
 
 
 def base_condition_sum(frequencies: ArrayLike, length: int, *, head_dim: int | None = None) -> NDArray[np.float64]:
-    r"""Men et al.'s sum :math:`B_{m,\theta} = \sum_i \cos(m\theta_i)` at every distance ``m < length``.
+    r"""Xu et al.'s sum :math:`B_{m,\theta} = \sum_i \cos(m\theta_i)` at every distance ``m < length``.
 
     Parameters
     ----------
@@ -151,7 +151,7 @@ def base_condition_sum(frequencies: ArrayLike, length: int, *, head_dim: int | N
 
     References
     ----------
-    Men et al., "Base of RoPE Bounds Context Length", NeurIPS 2024, arXiv:2405.14591.
+    Xu, Men et al., "Base of RoPE Bounds Context Length", NeurIPS 2024, arXiv:2405.14591.
 
     Examples
     --------
@@ -203,7 +203,7 @@ def base_condition_error(frequencies: ArrayLike, length: int, *, head_dim: int |
 def base_condition_holds(frequencies: ArrayLike, length: int, *, head_dim: int | None = None) -> bool:
     r"""Whether :math:`B_{m,\theta} = \sum_i \cos(m\theta_i) \ge 0` at every distance ``m < length``.
 
-    This is the condition of Men et al. (2024) on a rotary head: does this head, with these frequencies,
+    This is the condition of Xu et al. (2024) on a rotary head: does this head, with these frequencies,
     satisfy it over ``length`` positions? For a head of ``d`` features with base ``b``, pass
     ``posenc.rotary_frequencies(d, base=b)``; with a scaling, ``posenc.rotary_frequencies(d, base=b,
     scaling=...)``; for a partially rotated head, its rotated frequencies and ``head_dim=d``.
@@ -242,7 +242,7 @@ def base_condition_holds(frequencies: ArrayLike, length: int, *, head_dim: int |
 
     References
     ----------
-    Men et al., "Base of RoPE Bounds Context Length", NeurIPS 2024, arXiv:2405.14591.
+    Xu, Men et al., "Base of RoPE Bounds Context Length", NeurIPS 2024, arXiv:2405.14591.
 
     Examples
     --------

@@ -371,7 +371,7 @@ def test_context_beyond_declared():
 
 
 def test_context_condition_fails_for_llama_2_and_holds_for_llama_3_2():
-    """Chapter 12: base 10000 fails Men et al.'s condition at 4096 positions for a head of 128, and the first
+    """Chapter 12: base 10000 fails Xu et al.'s condition at 4096 positions for a head of 128, and the first
     failing distance is the first m where the direct sum of cosines of the float64 angles is negative."""
     report = check_config(published("meta-llama__Llama-2-7b-hf"), context=4096)
     (kind,) = report.kinds

@@ -18,7 +18,7 @@ import pytest
 
 import posenc
 from posenc_book.engines import Case, Engine, LayerAnswer, measure, pair_angle_errors, positions_of, with_rope_keys
-from posenc_book.engines.cases import CASES
+from posenc_book.engines.cases import CASES, transformers_config
 from posenc_book.engines.run import RESULTS, SEPARATE, read_results
 
 GPT_OSS = next(case for case in CASES if case.name == "GPT-OSS 20B")
@@ -96,6 +96,17 @@ def test_the_truncate_pairs_are_the_ramp_ends():
     errors, tolerance = pair_angle_errors(GPT_OSS, float32_engine(GPT_OSS, change={"scaling": rounded}), 131071)
     assert list(np.flatnonzero(errors > tolerance)) == list(range(9, 18))
     assert 2.5 < errors.max() < 2.8
+
+
+def test_with_rope_keys_refuses_a_rope_dict_per_layer_type():
+    """Gemma 3 12B's text config as transformers 5.23 writes it holds one rope dict per layer type: keys set beside
+    them would be read by nothing, so with_rope_keys raises instead."""
+    gemma3 = next(case for case in CASES if case.name == "Gemma 3 12B")
+    text = transformers_config(dict(gemma3.config["text_config"])).to_dict()
+    assert set(text["rope_parameters"]) == {"sliding_attention", "full_attention"}
+    resaved = dataclasses.replace(gemma3, config=text, text_key=None)
+    with pytest.raises(ValueError, match=r"per layer type \(full_attention, sliding_attention\)"):
+        with_rope_keys(resaved, "rounded", truncate=True)
 
 
 def test_positions_reach_past_the_trained_and_served_lengths():
