@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 export SOURCE_DATE_EPOCH
 
-.PHONY: venv book test lint unit notebooks bench check-gpu check-engines favicon check-site check-reproducible check-portable check-seeds clean
+.PHONY: venv book test lint unit notebooks bench check-gpu check-engines check-operators favicon check-site check-reproducible check-portable check-seeds clean
 
 venv: $(STAMP)
 
@@ -83,6 +83,24 @@ $(ENGINES_STAMP): requirements.txt requirements-engines.txt pyproject.toml book/
 
 check-engines: $(ENGINES_STAMP)
 	$(ENGINES_VENV)/bin/python -m posenc_book.engines.run
+
+# The engines and operators that need more than requirements.txt and are not in .venv-engines, in a virtual
+# environment of their own (.venv-extra-engines: requirements.txt, then requirements-extra-engines.txt without their
+# dependencies): keras-hub for check-operators.
+EXTRA_VENV := .venv-extra-engines
+EXTRA_STAMP := $(EXTRA_VENV)/.installed
+$(EXTRA_STAMP): requirements.txt requirements-extra-engines.txt pyproject.toml book/pyproject.toml
+	test -x $(EXTRA_VENV)/bin/python || $(PYTHON) -m venv $(EXTRA_VENV)
+	$(EXTRA_VENV)/bin/python -m pip install --quiet -r requirements.txt
+	$(EXTRA_VENV)/bin/python -m pip install --quiet --no-deps -r requirements-extra-engines.txt
+	touch $(EXTRA_STAMP)
+
+# posenc's conformance suite (posenc.testing.rotary_cases, float32 and float16, both layouts) against four standard
+# rotary operators: ONNX's RotaryEmbedding (opset 23) and com.microsoft.RotaryEmbedding on ONNX Runtime's CPU
+# provider, MLX's fast.rope, keras-hub's RotaryEmbedding on Keras's JAX backend. Writes book/data/operators.json
+# (committed; chapter 17 shows it, tests/test_engines.py refuses a stale one). 469 s on the loaded machine.
+check-operators: $(EXTRA_STAMP)
+	KERAS_BACKEND=jax $(EXTRA_VENV)/bin/python -m posenc_book.engines.operators
 
 # Redraw the site's icon, book/site_root/favicon.ico (committed; tests/test_favicon.py checks it matches).
 favicon: $(STAMP)
