@@ -81,9 +81,10 @@ def _code(path: Path) -> str:
 
 
 def source_digest() -> str:
-    """SHA-256 of :data:`SOURCES`' code, comments, formatting, docstrings and ``assert`` statements left out: a
-    table made before a change to a chapter's prose, its hidden asserts, a comment or a docstring is still
-    current; one made before a change to what is trained or measured is not."""
+    """SHA-256 of :data:`SOURCES`' code, comments, formatting and docstrings left out and each ``assert`` replaced
+    by a placeholder: a table made before a change to a chapter's prose, the condition of a hidden assert, a
+    comment or a docstring is still current; one made before a change to what is trained or measured, or before
+    an assert is added or removed, is not."""
     digest = hashlib.sha256()
     for name in SOURCES:
         digest.update(name.encode() + b"\0" + _code(ROOT / name).encode() + b"\0")
