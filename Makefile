@@ -51,10 +51,10 @@ lint: $(STAMP)
 	$(BIN)/mypy posenc _posenc_pytestplugin.py
 
 unit: $(STAMP)
-	$(BIN)/python -m pytest --doctest-modules posenc book/posenc_book tests
+	$(BIN)/python -m pytest -n 2 --doctest-modules posenc book/posenc_book tests
 
 notebooks: $(STAMP) $(KERNEL_CONFIG)
-	$(BIN)/python -m pytest --nbval-lax --nbval-current-env -p no:cacheprovider notebooks/
+	$(BIN)/python -m pytest -n 2 --dist loadfile --nbval-lax --nbval-current-env -p no:cacheprovider notebooks/
 
 # Time posenc.sinusoidal and posenc.nn.RotaryEmbedding against the usual implementations (about two minutes;
 # not part of `test`). The benchmark is one of the book's helpers, book/posenc_book/bench.py.

@@ -100,7 +100,8 @@ EVIDENCE = {
     "17_same_model_every_engine": [
         "Five engines and 25 model families make the matrix below. Three cells of the published files are red. "
         "mlx-lm rounds GPT-OSS's YaRN ramp",
-        "mlx-lm and vLLM give Phi-3.5 its long LongRoPE factors at every length, vLLM on purpose.",
+        "mlx-lm gives Phi-3.5 its long LongRoPE list at every length, on purpose, and so does vLLM when it serves "
+        "more than 4096 tokens",
         "built from the file the way its own loader builds it",
     ],
 }
