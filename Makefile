@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 export SOURCE_DATE_EPOCH
 
-.PHONY: venv book test lint unit notebooks bench check-gpu check-configs favicon check-site check-reproducible check-portable clean
+.PHONY: venv book test lint unit notebooks bench check-gpu check-configs check-engines favicon check-site check-reproducible check-portable check-seeds clean
 
 venv: $(STAMP)
 
@@ -34,16 +34,21 @@ $(KERNEL_CONFIG): Makefile $(STAMP)
 	  '    c.IPKernelApp.exec_lines = ["__import__(\"ipykernel.iostream\").iostream.OutStream.flush_interval = 3600.0"]' \
 	  > $@
 
+# Every build starts from an empty _build/html (no page of an older build survives), and records which sources it
+# built (tests/check_reproducible.py --print-state) so that check-reproducible can take it as its first build.
 book: $(STAMP) $(KERNEL_CONFIG)
-	$(BIN)/jupyter-book build --all -W -n --keep-going . || { cat _build/html/reports/*.log 2>/dev/null; exit 1; }
+	rm -rf _build/html _build/jupyter_execute _build/.doctrees _build/source-state
+	state=$$($(BIN)/python tests/check_reproducible.py --print-state); \
+	$(BIN)/jupyter-book build --all -W -n --keep-going . || { cat _build/html/reports/*.log 2>/dev/null; exit 1; }; \
+	printf '%s\n' "$$state" > _build/source-state
 	@echo "Built _build/html: serve it with $(BIN)/python -m http.server -d _build/html, then open http://localhost:8000 (search needs a server)"
 
 # ruff (configured in pyproject.toml; notebooks/ruff.toml formats chapters to 80 columns), then mypy, strict,
 # over the library (pyproject.toml, [tool.mypy]).
 lint: $(STAMP)
-	$(BIN)/ruff check posenc book/posenc_book tests notebooks book/draw_favicon.py book/_ext
-	$(BIN)/ruff format --check posenc book/posenc_book tests notebooks book/draw_favicon.py book/_ext
-	$(BIN)/mypy posenc
+	$(BIN)/ruff check posenc _posenc_pytestplugin.py book/posenc_book tests notebooks book/draw_favicon.py book/_ext
+	$(BIN)/ruff format --check posenc _posenc_pytestplugin.py book/posenc_book tests notebooks book/draw_favicon.py book/_ext
+	$(BIN)/mypy posenc _posenc_pytestplugin.py
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest --doctest-modules posenc book/posenc_book tests
@@ -72,6 +77,21 @@ check-gpu: $(STAMP)
 check-configs: $(STAMP)
 	$(BIN)/python tests/config_sweep.py
 
+# Chapter 17's engines whose install does not fit `make test` (requirements-engines.txt: ONNX Runtime GenAI's model
+# builder, vLLM's CPU build), in a virtual environment of their own (.venv-engines: requirements.txt, then these
+# without their dependencies' pins); runs every case of the parity matrix in them and GPT-OSS's truncate question,
+# and writes book/data/engines.json (committed; chapter 17 shows it, tests/test_engines.py refuses a stale one).
+ENGINES_VENV := .venv-engines
+ENGINES_STAMP := $(ENGINES_VENV)/.installed
+$(ENGINES_STAMP): requirements.txt requirements-engines.txt pyproject.toml book/pyproject.toml
+	test -x $(ENGINES_VENV)/bin/python || $(PYTHON) -m venv $(ENGINES_VENV)
+	$(ENGINES_VENV)/bin/python -m pip install --quiet -r requirements.txt
+	$(ENGINES_VENV)/bin/python -m pip install --quiet --no-deps -r requirements-engines.txt
+	touch $(ENGINES_STAMP)
+
+check-engines: $(ENGINES_STAMP)
+	$(ENGINES_VENV)/bin/python -m posenc_book.engines.run
+
 # Redraw the site's icon, book/site_root/favicon.ico (committed; tests/test_favicon.py checks it matches).
 favicon: $(STAMP)
 	$(BIN)/python book/draw_favicon.py
@@ -85,7 +105,8 @@ check-site: $(STAMP)
 	$(BIN)/python -m pytest -p no:cacheprovider -m browser tests/test_site_check.py
 	$(BIN)/python tests/site_check.py
 
-# Two fresh builds into temporary directories must give identical pages, notebook outputs and figure bytes.
+# Two builds must give identical pages, notebook outputs and figure bytes: make book's build when it is of the
+# sources as they are now (as in CI, right after make test), and one fresh build; otherwise two fresh builds.
 check-reproducible: $(STAMP) $(KERNEL_CONFIG)
 	$(BIN)/python tests/check_reproducible.py
 
@@ -94,6 +115,14 @@ check-reproducible: $(STAMP) $(KERNEL_CONFIG)
 # 5 minutes per level on 2 cores; not part of CI (see tests/check_portable.py).
 check-portable: $(STAMP) $(KERNEL_CONFIG)
 	$(BIN)/python tests/check_portable.py
+
+# Every claim chapters 5, 9 and 12 make about a scheme, a chain or every seed, on nine training seeds (0-8):
+# each chapter's code once per seed, each bound held by every seed with three standard deviations over the
+# seeds of margin. Writes book/data/seed_claims.md (committed; tests/test_seed_claims.py, in `unit`, refuses it when
+# the chapters' code has changed since) and fails if a claim does not hold. About 20 minutes on 2 cores; not
+# part of `test` or CI (tests/check_seeds.py).
+check-seeds: $(STAMP) $(KERNEL_CONFIG)
+	$(BIN)/python tests/check_seeds.py
 
 clean:
 	rm -rf _build

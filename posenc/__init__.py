@@ -25,11 +25,27 @@ Rotary on several axes (Heo et al., 2024; Wang et al., 2024), :mod:`posenc.multi
     :func:`axial_frequencies`, :func:`mrope_frequencies`, :func:`rotate_multiaxis`: axial 2D/3D RoPE,
     multimodal RoPE (``mrope_section``, chunked or interleaved) and any frequency matrix (RoPE-Mixed)
 
+Men et al.'s condition on a rotary head's frequencies (Men et al., 2024), :mod:`posenc.base_condition`
+    :func:`base_condition_holds` (does a head with these frequencies keep the sum of cos(m theta_i) non-negative
+    at every distance m below a length?), :func:`base_condition_sum`, :func:`base_condition_error`
+
+Position from content, each its own module: forgetting attention (Lin et al., 2025), :mod:`posenc.forgetting`
+    :func:`forgetting_bias`; stick-breaking attention (Tan et al., 2025), :mod:`posenc.stick_breaking`
+    :func:`stick_breaking_weights`; contextual positions (Golovneva et al., 2024), :mod:`posenc.cope`
+    :func:`cope_positions`, :func:`cope_logits`; GPT-OSS's learned sink, :mod:`posenc.sink` :func:`sink_softmax`;
+    PaTH's Householder products (Yang et al., 2025), :mod:`posenc.path_attention` :func:`path_logits`
+
 A transformers model's positions, :mod:`posenc.config`
     :class:`RotaryPlan` (``RotaryPlan.from_config(config)``: which layers rotate, with which base, scaling, width,
     layout and axes, read from a transformers config object or ``config.json`` dict), :class:`LayerRotary` (one
     layer kind), :class:`QueryScaling` and :func:`query_scale` (the position-dependent query multipliers of
     Llama 4, Ministral 3 and Mistral 4); :func:`posenc.nn.rotary_embedding` builds a layer's module
+
+What a configuration does with positions, and its pitfalls, :mod:`posenc.check`
+    :func:`check_config` (a ``config.json``, a model directory, its dict or a config object: one
+    :class:`KindCheck` per layer kind, the defaults filled in, a :class:`CheckWarning` per pitfall, Men et al.'s
+    condition at a context length as a :class:`ContextCheck`), :class:`ConfigCheck`; ``posenc check
+    config.json`` on the command line
 
 Types and constants
     :data:`Layout` and :data:`LAYOUTS` (sinusoidal table layouts), :data:`RotaryLayout` and
@@ -42,7 +58,11 @@ from importlib.metadata import version as _version
 
 from posenc._validation import LAYOUTS, MAX_TABLE_ELEMENTS, ROTARY_LAYOUTS, Layout, RotaryLayout
 from posenc.alibi import alibi_bias, alibi_slopes
+from posenc.base_condition import base_condition_error, base_condition_holds, base_condition_sum
+from posenc.check import CHECK_SCHEMA, CheckWarning, ConfigCheck, ContextCheck, KindCheck, check_config
 from posenc.config import QUERY_SCALE_KINDS, LayerRotary, QueryScaleKind, QueryScaling, RotaryPlan, query_scale
+from posenc.cope import cope_logits, cope_positions
+from posenc.forgetting import forgetting_bias
 from posenc.multiaxis import (
     MROPE_ASSIGNMENTS,
     MRopeAssignment,
@@ -50,6 +70,7 @@ from posenc.multiaxis import (
     mrope_frequencies,
     rotate_multiaxis,
 )
+from posenc.path_attention import path_logits
 from posenc.rotary import (
     ROPE_TYPES,
     RopeScaling,
@@ -60,7 +81,9 @@ from posenc.rotary import (
     rotate,
 )
 from posenc.shaw import shaw_relative_indices
+from posenc.sink import sink_softmax
 from posenc.sinusoid import frequencies, layout_permutation, sinusoidal, translation_matrix
+from posenc.stick_breaking import stick_breaking_weights
 from posenc.t5 import t5_relative_bucket
 
 __all__ = [
@@ -88,6 +111,10 @@ __all__ = [
     "axial_frequencies",
     "mrope_frequencies",
     "rotate_multiaxis",
+    # Men et al.'s condition on the frequencies
+    "base_condition_error",
+    "base_condition_holds",
+    "base_condition_sum",
     # a transformers model's positions
     "QUERY_SCALE_KINDS",
     "LayerRotary",
@@ -95,11 +122,25 @@ __all__ = [
     "QueryScaling",
     "RotaryPlan",
     "query_scale",
+    # what a configuration does with positions, and its pitfalls (posenc check)
+    "CHECK_SCHEMA",
+    "CheckWarning",
+    "ConfigCheck",
+    "ContextCheck",
+    "KindCheck",
+    "check_config",
     # relative-position biases
     "alibi_bias",
     "alibi_slopes",
     "shaw_relative_indices",
     "t5_relative_bucket",
+    # position from content
+    "cope_logits",
+    "cope_positions",
+    "forgetting_bias",
+    "path_logits",
+    "sink_softmax",
+    "stick_breaking_weights",
 ]
 
 __version__ = _version("posenc")

@@ -42,7 +42,7 @@ from posenc._families import (
     LayerPattern,
     mrope_axes_of_pairs,
 )
-from posenc._rope import DEFAULT, RopeScaling, inverse_frequencies
+from posenc._rope import DEFAULT, RopeScaling, check_base_agrees, inverse_frequencies
 from posenc._validation import ROTARY_LAYOUTS, RotaryLayout, check_choice, check_int, check_real, is_int, is_real
 from posenc.multiaxis import rotate_multiaxis
 from posenc.rotary import rotate
@@ -262,7 +262,8 @@ class LayerRotary:
     Raises
     ------
     TypeError, ValueError
-        If a field has the wrong type or is out of range, or the fields disagree.
+        If a field has the wrong type or is out of range, or the fields disagree (a ``scaling.rope_theta`` other
+        than ``base``, for one).
     """
 
     layer_type: str
@@ -293,6 +294,7 @@ class LayerRotary:
         object.__setattr__(self, "base", check_real(self.base, "base", above=1.0))
         if not isinstance(self.scaling, RopeScaling):
             raise TypeError(f"scaling must be a posenc.RopeScaling, got {type(self.scaling).__name__}")
+        check_base_agrees(self.scaling, self.base)  # a scaling's rope_theta must be the base
         if self.query_scaling is not None and not isinstance(self.query_scaling, QueryScaling):
             raise TypeError(f"query_scaling must be None or a QueryScaling, got {type(self.query_scaling).__name__}")
         object.__setattr__(self, "softmax_scale", check_real(self.softmax_scale, "softmax_scale", above=0.0))

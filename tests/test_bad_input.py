@@ -24,6 +24,10 @@ import torch
 
 from posenc import (
     MAX_TABLE_ELEMENTS,
+    CheckWarning,
+    ConfigCheck,
+    ContextCheck,
+    KindCheck,
     LayerRotary,
     QueryScaling,
     RopeScaling,
@@ -31,9 +35,17 @@ from posenc import (
     alibi_bias,
     alibi_slopes,
     axial_frequencies,
+    base_condition_error,
+    base_condition_holds,
+    base_condition_sum,
+    check_config,
+    cope_logits,
+    cope_positions,
+    forgetting_bias,
     frequencies,
     layout_permutation,
     mrope_frequencies,
+    path_logits,
     query_scale,
     rotary_attention_factor,
     rotary_frequencies,
@@ -41,30 +53,43 @@ from posenc import (
     rotate,
     rotate_multiaxis,
     shaw_relative_indices,
+    sink_softmax,
     sinusoidal,
+    stick_breaking_weights,
     t5_relative_bucket,
     translation_matrix,
 )
 from posenc.alibi import MAX_HEADS
 from posenc.nn import (
     ALiBiBias,
+    AttentionSink,
+    CoPE,
+    ForgettingGate,
     LearnedPositionalEmbedding,
     MultiAxisRotaryEmbedding,
+    PaTHGate,
     RotaryEmbedding,
     ShawRelativeAttention,
     SinusoidalPositionalEncoding,
     T5RelativeBias,
     causal_mask_mod,
+    forgetting_score_mod,
     rotary_embedding,
+    stick_breaking_attention,
 )
+from posenc.nn import forgetting_bias as torch_forgetting_bias
+from posenc.nn import path_logits as torch_path_logits
 from posenc.nn import query_scale as torch_query_scale
+from posenc.nn import stick_breaking_weights as torch_stick_breaking_weights
 from posenc.testing import (
+    RotaryCase,
     assert_alibi_offset_matches_slice,
     assert_alibi_slopes_match_reference,
     assert_layouts_agree_after_permutation,
     assert_mrope_axes_match,
     assert_rotary_angles_accurate,
     assert_rotary_calls_independent,
+    assert_rotary_conforms,
     assert_rotary_matches_config,
     assert_rotary_offset_matches_slice,
     assert_rotary_scores_depend_on_offset_only,
@@ -74,6 +99,8 @@ from posenc.testing import (
     assert_t5_buckets_exact,
     assert_t5_buckets_in_range,
     assert_yarn_attention_factor,
+    rotary_cases,
+    rotary_positions,
     t5_float32_boundaries,
 )
 
@@ -210,6 +237,27 @@ BAD_CALLS = {
     "LayerRotary with an odd rotary_dim": Bad(
         lambda: LayerRotary("full_attention", True, 16, rotary_dim=7), ValueError, "rotary_dim"
     ),
+    # issue 32: accepted, inverse_frequencies() answered with base, and rotate() raised later
+    "LayerRotary with a base its scaling's rope_theta contradicts": Bad(
+        lambda: LayerRotary("full_attention", True, 8, 8, base=10000.0, scaling=RopeScaling(rope_theta=5e5)),
+        ValueError,
+        "base",
+    ),
+    # posenc check: a config it cannot read, and the report's parts (tests/test_check.py: the refusals of configs)
+    "check_config of a file that is not there": Bad(lambda: check_config("no/such/config.json"), ValueError, "config"),
+    "check_config with a context of 1": Bad(
+        lambda: check_config({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4}, context=1),
+        ValueError,
+        "context",
+    ),
+    "ConfigCheck without a plan": Bad(lambda: ConfigCheck("config.json", None, None, (), ()), TypeError, "plan"),
+    "KindCheck of a dict": Bad(lambda: KindCheck({}, (0,)), TypeError, "kind"),
+    "ContextCheck failing past its length": Bad(
+        lambda: ContextCheck(8, False, 8, "fails"), ValueError, "first_failure"
+    ),
+    "CheckWarning with one source as a str": Bad(
+        lambda: CheckWarning("truncate", "message", "chapter 13", "github.com/x/y"), TypeError, "sources"
+    ),
     "QueryScaling of an unknown kind": Bad(lambda: QueryScaling("temperature", 0.1, 8.0), ValueError, "kind"),
     "query_scale at a negative position": Bad(
         lambda: query_scale([-1], QueryScaling("llama4_beta", 0.1, 8.0)), ValueError, "positions"
@@ -330,6 +378,9 @@ BAD_CALLS = {
     "rotate dynamic with head_dim 2": Bad(lambda: rotate(np.zeros((2, 2)), 2, scaling=_DYNAMIC), ValueError, "x"),
     "rotate positions of the wrong length": Bad(lambda: rotate(np.zeros((3, 4)), [0.0, 1.0]), ValueError, "positions"),
     "rotate too many positions": Bad(lambda: rotate(np.zeros((1, 8)), 2**40), ValueError, "positions", large=True),
+    "rotate integer position not exact in float64": Bad(
+        lambda: rotate(np.zeros((1, 8)), [2**53 + 1]), ValueError, "positions"
+    ),
     "rotate cos_first layout": Bad(lambda: rotate(np.zeros((2, 4)), 2, layout="cos_first"), ValueError, "layout"),
     "weight permutation cos_first source": Bad(
         lambda: rotary_weight_permutation("cos_first", "halves", 8), ValueError, "source"
@@ -418,6 +469,12 @@ BAD_CALLS = {
         lambda: RotaryEmbedding(8)(torch.zeros(2, 8), positions=torch.zeros(2, device="meta")),
         ValueError,
         "positions",
+    ),
+    "rotary module integer positions not exact in float64": Bad(
+        lambda: RotaryEmbedding(8)(torch.zeros(1, 8), positions=torch.tensor([2**53 + 1])), ValueError, "positions"
+    ),
+    "rotary module host integer positions not exact in float64": Bad(
+        lambda: RotaryEmbedding(8)(torch.zeros(1, 8), positions=[-(2**53) - 1]), ValueError, "positions"
     ),
     "rotary module short positions": Bad(
         lambda: RotaryEmbedding(8)(torch.zeros(3, 8), positions=torch.arange(2)), ValueError, "positions"
@@ -644,6 +701,23 @@ BAD_CALLS = {
     "config check past float32's exact integers": Bad(
         lambda: assert_rotary_matches_config(print, _LLAMA_CONFIG, positions=[0, 2**24 + 1]), ValueError, "positions"
     ),
+    "conformance check of a str": Bad(lambda: assert_rotary_conforms("rope", _LLAMA_CONFIG), TypeError, "rotate_fn"),
+    "conformance check in bfloat16 NumPy arrays": Bad(
+        lambda: assert_rotary_conforms(print, _LLAMA_CONFIG, dtype="bfloat16"), ValueError, "dtype"
+    ),
+    "conformance check of an unknown layout of x": Bad(
+        lambda: assert_rotary_conforms(print, _LLAMA_CONFIG, qkv_format="bsd"), ValueError, "qkv_format"
+    ),
+    "conformance check of an M-RoPE config": Bad(
+        lambda: assert_rotary_conforms(print, _MROPE_CONFIG), ValueError, "assert_mrope_axes_match"
+    ),
+    "conformance case of a NoPE layer": Bad(
+        lambda: RotaryCase("nope", {}, "", LayerRotary("full_attention", False, 8), 16, None, (0,)),
+        ValueError,
+        "rotary",
+    ),
+    "conformance cases in an unknown dtype": Bad(lambda: rotary_cases(dtypes=("float8",)), ValueError, "dtypes"),
+    "conformance positions of an empty context": Bad(lambda: rotary_positions(0), ValueError, "trained_length"),
     "mrope axes check of None": Bad(lambda: assert_mrope_axes_match(None, [2, 1, 1]), TypeError, "rotate_fn"),
     "mrope axes check sections of the wrong sum": Bad(
         lambda: assert_mrope_axes_match(print, [2, 1, 1]), ValueError, "mrope_section"
@@ -662,6 +736,20 @@ BAD_CALLS = {
     "bucket check one bucket": Bad(lambda: assert_t5_buckets_in_range(print, num_buckets=1), ValueError, "num_buckets"),
     "exact bucket check of None": Bad(lambda: assert_t5_buckets_exact(None), TypeError, "bucket_fn"),
     "boundaries of float positions": Bad(lambda: t5_float32_boundaries([1.5]), TypeError, "relative_position"),
+    # Men et al.'s condition on a head's frequencies
+    "condition frequencies 2-D": Bad(lambda: base_condition_holds(np.ones((2, 4)), 16), ValueError, "frequencies"),
+    "condition frequencies empty": Bad(lambda: base_condition_sum([], 16), ValueError, "frequencies"),
+    "condition frequencies of str": Bad(lambda: base_condition_error("1.0", 16), TypeError, "frequencies"),
+    "condition frequencies of NaN": Bad(lambda: base_condition_holds([1.0, np.nan], 16), ValueError, "frequencies"),
+    "condition length 0": Bad(lambda: base_condition_holds([1.0, 0.1], 0), ValueError, "length"),
+    "condition length times pairs too large": Bad(
+        lambda: base_condition_sum(np.ones(64), MAX_TABLE_ELEMENTS // 32), ValueError, "length", large=True
+    ),
+    "condition head_dim below the pairs": Bad(
+        lambda: base_condition_holds([1.0, 0.1, 0.01], 16, head_dim=4), ValueError, "head_dim"
+    ),
+    "condition head_dim odd": Bad(lambda: base_condition_sum([1.0, 0.1], 16, head_dim=7), ValueError, "head_dim"),
+    "condition head_dim of a float": Bad(lambda: base_condition_sum([1.0], 16, head_dim=8.0), TypeError, "head_dim"),
     # rotary on several axes
     "axial axes not dividing the head": Bad(lambda: axial_frequencies(12, 4), ValueError, "head_dim"),
     "axial no axis": Bad(lambda: axial_frequencies(8, 0), ValueError, "n_axes"),
@@ -690,6 +778,9 @@ BAD_CALLS = {
         lambda: rotate_multiaxis(np.ones((1, 4)), [[1e300, 0.0]], np.full((2, 2), 1e300)), ValueError, "positions"
     ),
     "multiaxis x of str": Bad(lambda: rotate_multiaxis("x", np.ones((3, 2)), axial_frequencies(4, 2)), TypeError, "x"),
+    "multiaxis integer coordinate not exact in float64": Bad(
+        lambda: rotate_multiaxis(np.ones((1, 4)), [[2**53 + 1, 0]], axial_frequencies(4, 2)), ValueError, "positions"
+    ),
     "multiaxis module frequencies of NaN": Bad(
         lambda: MultiAxisRotaryEmbedding([[float("nan"), 1.0]]), ValueError, "frequencies"
     ),
@@ -701,9 +792,115 @@ BAD_CALLS = {
         ValueError,
         "positions",
     ),
+    "multiaxis forward integer coordinate not exact in float64": Bad(
+        lambda: MultiAxisRotaryEmbedding(axial_frequencies(4, 2))(torch.ones(1, 4), torch.tensor([[2**53 + 1, 0]])),
+        ValueError,
+        "positions",
+    ),
+    "multiaxis forward (batch, seq, n_axes) positions against (batch, heads, seq, head_dim)": Bad(
+        lambda: MultiAxisRotaryEmbedding(axial_frequencies(4, 2))(torch.ones(2, 2, 3, 4), torch.ones(2, 3, 2)),
+        ValueError,
+        "positions",
+    ),
     "multiaxis forward x too narrow": Bad(
         lambda: MultiAxisRotaryEmbedding(axial_frequencies(8, 2))(torch.ones(3, 4), torch.ones(3, 2)), ValueError, "x"
     ),
+    # position from content
+    "forgetting log gate positive": Bad(lambda: forgetting_bias([0.0, 0.1]), ValueError, "log_forget"),
+    "forgetting log gates of str": Bad(lambda: forgetting_bias("gates"), TypeError, "log_forget"),
+    "forgetting no token": Bad(lambda: forgetting_bias(np.zeros((2, 0))), ValueError, "log_forget"),
+    "forgetting more queries than keys": Bad(lambda: forgetting_bias(np.zeros(3), q_len=4), ValueError, "q_len"),
+    "forgetting too large": Bad(lambda: forgetting_bias(np.zeros(2**15)), ValueError, "q_len", large=True),
+    "forgetting module log gate NaN": Bad(
+        lambda: torch_forgetting_bias(torch.tensor([0.0, float("nan")])), ValueError, "log_forget"
+    ),
+    "forgetting module log gate positive": Bad(
+        lambda: torch_forgetting_bias(torch.tensor([0.0, 0.5])), ValueError, "log_forget"
+    ),
+    "forgetting module log gates of ints": Bad(
+        lambda: torch_forgetting_bias(torch.zeros(3, dtype=torch.int64)), TypeError, "log_forget"
+    ),
+    "forgetting module too large": Bad(lambda: torch_forgetting_bias(torch.zeros(2**15)), ValueError, "q_len"),
+    "forgetting score_mod without heads": Bad(
+        lambda: forgetting_score_mod(torch.zeros(2, 3)), ValueError, "log_forget"
+    ),
+    "forgetting score_mod negative offset": Bad(
+        lambda: forgetting_score_mod(torch.zeros(1, 1, 3), offset=-1), ValueError, "offset"
+    ),
+    "forgetting gate no width": Bad(lambda: ForgettingGate(0, 2), ValueError, "d_model"),
+    "forgetting gate no head": Bad(lambda: ForgettingGate(4, 0), ValueError, "n_heads"),
+    "forgetting gate x of another width": Bad(lambda: ForgettingGate(4, 2)(torch.zeros(1, 3, 5)), ValueError, "x"),
+    "stick-breaking logits 1-D": Bad(lambda: stick_breaking_weights([0.0, 1.0]), ValueError, "logits"),
+    "stick-breaking logits NaN": Bad(lambda: stick_breaking_weights([[float("nan")]]), ValueError, "logits"),
+    "stick-breaking attend_current of an int": Bad(
+        lambda: stick_breaking_weights(np.zeros((2, 2)), attend_current=1), TypeError, "attend_current"
+    ),
+    "stick-breaking module logits of ints": Bad(
+        lambda: torch_stick_breaking_weights(torch.zeros(2, 2, dtype=torch.int64)), TypeError, "logits"
+    ),
+    "stick-breaking float offset": Bad(
+        lambda: torch_stick_breaking_weights(torch.zeros(2, 2), offset=torch.tensor(1.0)), TypeError, "offset"
+    ),
+    "stick-breaking attention head widths differ": Bad(
+        lambda: stick_breaking_attention(torch.zeros(1, 2, 4), torch.zeros(1, 3, 5), torch.zeros(1, 3, 4)),
+        ValueError,
+        "q",
+    ),
+    "stick-breaking attention dtypes differ": Bad(
+        lambda: stick_breaking_attention(torch.zeros(2, 4), torch.zeros(2, 4).double(), torch.zeros(2, 4)),
+        TypeError,
+        "k",
+    ),
+    "stick-breaking attention zero scale": Bad(
+        lambda: stick_breaking_attention(torch.zeros(2, 4), torch.zeros(2, 4), torch.zeros(2, 4), scale=0.0),
+        ValueError,
+        "scale",
+    ),
+    "cope gate above 1": Bad(lambda: cope_positions([[0.5, 1.5]]), ValueError, "gates"),
+    "cope table of another width": Bad(
+        lambda: cope_logits(np.zeros((3, 4)), np.zeros((3, 4)), np.zeros((5, 3))), ValueError, "embeddings"
+    ),
+    "cope q and k differ": Bad(
+        lambda: cope_logits(np.zeros((3, 4)), np.zeros((2, 4)), np.zeros((5, 4))), ValueError, "q"
+    ),
+    "cope negative scale": Bad(
+        lambda: cope_logits(np.zeros((3, 4)), np.zeros((3, 4)), np.zeros((5, 4)), scale=-1.0), ValueError, "scale"
+    ),
+    "cope module no position": Bad(lambda: CoPE(0, 4), ValueError, "n_positions"),
+    "cope module q of another width": Bad(lambda: CoPE(5, 4)(torch.zeros(3, 5), torch.zeros(3, 3)), ValueError, "q"),
+    "cope module gate logits NaN": Bad(
+        lambda: CoPE(5, 4)(torch.zeros(1, 4), torch.tensor([[float("nan")]])), ValueError, "gate_logits"
+    ),
+    "cope module gate logits of other queries": Bad(
+        lambda: CoPE(5, 4)(torch.zeros(3, 4), torch.zeros(2, 3)), ValueError, "gate_logits"
+    ),
+    "cope module fewer keys than queries": Bad(
+        lambda: CoPE(5, 4).logits(torch.zeros(3, 4), torch.zeros(2, 4)), ValueError, "k"
+    ),
+    "sink sinks of another head count": Bad(lambda: sink_softmax(np.zeros((2, 1, 3)), [0.0]), ValueError, "sinks"),
+    "sink logits +inf": Bad(lambda: sink_softmax(np.full((1, 1, 2), np.inf), [0.0]), ValueError, "logits"),
+    "sink row with nothing to share": Bad(
+        lambda: sink_softmax(np.full((1, 1, 2), -np.inf), [-np.inf]), ValueError, "logits"
+    ),
+    "sink module no head": Bad(lambda: AttentionSink(0), ValueError, "n_heads"),
+    "sink module logits of another head count": Bad(
+        lambda: AttentionSink(2)(torch.zeros(3, 4, 4)), ValueError, "logits"
+    ),
+    "sink module lse of another shape": Bad(
+        lambda: AttentionSink(2).rescale(torch.zeros(2, 4, 8), torch.zeros(2, 5)), ValueError, "lse"
+    ),
+    "path beta of another shape": Bad(
+        lambda: path_logits(np.zeros((3, 2)), np.zeros((3, 2)), np.zeros((3, 2)), np.zeros(4)), ValueError, "beta"
+    ),
+    "path w of another shape": Bad(
+        lambda: path_logits(np.zeros((3, 2)), np.zeros((3, 2)), np.zeros((3, 3)), np.zeros(3)), ValueError, "w"
+    ),
+    "path module dtypes differ": Bad(
+        lambda: torch_path_logits(torch.zeros(3, 2), torch.zeros(3, 2), torch.zeros(3, 2).double(), torch.zeros(3)),
+        TypeError,
+        "w",
+    ),
+    "path gate no head width": Bad(lambda: PaTHGate(8, 2, 0), ValueError, "head_dim"),
 }
 
 

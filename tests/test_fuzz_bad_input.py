@@ -20,6 +20,7 @@ distinct check raises is pinned by tests/test_bad_input.py's table.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import math
 import signal
@@ -38,6 +39,10 @@ from test_bad_input import names_parameter, public_objects, takes_no_input
 import posenc
 import posenc.nn
 from posenc import (
+    CheckWarning,
+    ConfigCheck,
+    ContextCheck,
+    KindCheck,
     LayerRotary,
     QueryScaling,
     RopeScaling,
@@ -45,37 +50,58 @@ from posenc import (
     alibi_bias,
     alibi_slopes,
     axial_frequencies,
+    base_condition_error,
+    base_condition_holds,
+    base_condition_sum,
+    check_config,
+    cope_logits,
+    cope_positions,
+    forgetting_bias,
     frequencies,
     layout_permutation,
     mrope_frequencies,
+    path_logits,
     rotary_attention_factor,
     rotary_frequencies,
     rotary_weight_permutation,
     rotate,
     rotate_multiaxis,
     shaw_relative_indices,
+    sink_softmax,
     sinusoidal,
+    stick_breaking_weights,
     t5_relative_bucket,
     translation_matrix,
 )
 from posenc.nn import (
     ALiBiBias,
+    AttentionSink,
+    CoPE,
+    ForgettingGate,
     LearnedPositionalEmbedding,
     MultiAxisRotaryEmbedding,
+    PaTHGate,
     RotaryEmbedding,
     ShawRelativeAttention,
     SinusoidalPositionalEncoding,
     T5RelativeBias,
     causal_mask_mod,
+    forgetting_score_mod,
     rotary_embedding,
+    stick_breaking_attention,
 )
+from posenc.nn import forgetting_bias as torch_forgetting_bias
+from posenc.nn import path_logits as torch_path_logits
+from posenc.nn import stick_breaking_weights as torch_stick_breaking_weights
 from posenc.testing import (
+    RotaryCase,
     assert_alibi_offset_matches_slice,
     assert_alibi_slopes_match_reference,
     assert_layouts_agree_after_permutation,
     assert_mrope_axes_match,
     assert_rotary_angles_accurate,
     assert_rotary_calls_independent,
+    assert_rotary_conforms,
     assert_rotary_matches_config,
     assert_rotary_offset_matches_slice,
     assert_rotary_scores_depend_on_offset_only,
@@ -85,6 +111,8 @@ from posenc.testing import (
     assert_t5_buckets_exact,
     assert_t5_buckets_in_range,
     assert_yarn_attention_factor,
+    rotary_cases,
+    rotary_positions,
     t5_float32_boundaries,
 )
 
@@ -292,8 +320,33 @@ def _exact_bucket_check(a):
     return assert_t5_buckets_exact(**_with(a, "bucket_fn", posenc.t5_relative_bucket))
 
 
+def _condition_or_undecided(a):
+    """base_condition_holds, with its documented ArithmeticError (a sum within its error of zero) as a result."""
+    try:
+        return base_condition_holds(a["frequencies"], a["length"], head_dim=a["head_dim"])
+    except ArithmeticError:
+        return "undecided"
+
+
 def _check_boundaries(out, a):
     assert isinstance(out, np.ndarray) and out.dtype == np.bool_ and out.shape == np.shape(a["relative_position"])
+
+
+_TINY_LLAMA = {
+    "model_type": "llama", "hidden_size": 16, "num_attention_heads": 2, "num_hidden_layers": 1,
+    "max_position_embeddings": 16, "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0},
+}  # fmt: skip
+
+
+def _conforming_operator(a):
+    """posenc's float64 rotation of assert_rotary_conforms' config and layout, as an operator on x (..., seq, dim)."""
+
+    def rotate(x, positions):
+        kind = RotaryPlan.from_config(a["config"], model_type=a["model_type"]).kinds[0]
+        kind = kind if a["layout"] is None else dataclasses.replace(kind, layout=a["layout"])
+        return kind.rotate(np.asarray(x, dtype=np.float64), np.asarray(positions, dtype=np.float64))
+
+    return rotate
 
 
 SPECS = {
@@ -714,6 +767,62 @@ SPECS = {
         ),
         _passed,
     ),  # fmt: skip
+    "posenc.testing.assert_rotary_conforms": Spec(
+        assert_rotary_conforms,
+        lambda a: assert_rotary_conforms(**_with(a, "rotate_fn", _conforming_operator(a))),
+        lambda: dict(
+            rotate_fn=_reference_placeholder,
+            config=_TINY_LLAMA,
+            layer_type=None,
+            model_type=None,
+            positions=None,
+            layout=None,
+            dtype="float32",
+            qkv_format="bhsd",
+            array=None,
+            batch=2,
+            heads=3,
+            seed=0,
+        ),
+        _passed,
+    ),
+    "posenc.testing.RotaryCase": Spec(
+        RotaryCase,
+        lambda a: RotaryCase(**a),
+        lambda: dict(
+            name="llama",
+            config=_TINY_LLAMA,
+            source="",
+            rotary=RotaryPlan.from_config(_TINY_LLAMA).kinds[0],
+            trained_length=16,
+            max_position_embeddings=16,
+            positions=(0, 1, 15, 16),
+            dtype="float32",
+            families=(),
+        ),
+        lambda out, a: isinstance(out, RotaryCase) or pytest.fail(f"returned {out!r}"),
+    ),
+    "posenc.testing.rotary_cases": Spec(
+        rotary_cases,
+        lambda a: rotary_cases(**a),
+        lambda: dict(dtypes=("float32", "float16"), beyond=True),
+        lambda out, a: (
+            all(
+                isinstance(c, RotaryCase) and c.beyond in ((True, False) if a["beyond"] is None else (a["beyond"],))
+                for c in out
+            )
+            or pytest.fail("cases on the wrong side of the trained length")
+        ),
+    ),
+    "posenc.testing.rotary_positions": Spec(
+        rotary_positions,
+        lambda a: rotary_positions(**a),
+        lambda: dict(trained_length=16, max_position_embeddings=64, beyond=True),
+        lambda out, a: (
+            (isinstance(out, tuple) and all(isinstance(p, int) and 0 <= p <= 2**24 for p in out))
+            or pytest.fail(f"returned {out!r}")
+        ),
+    ),
     "posenc.testing.assert_mrope_axes_match": Spec(
         assert_mrope_axes_match,
         lambda a: assert_mrope_axes_match(
@@ -761,6 +870,24 @@ SPECS = {
         ),
         lambda: dict(relative_position=np.arange(-5, 6), bidirectional=True, num_buckets=32, max_distance=128),
         _check_boundaries,
+    ),
+    "posenc.base_condition_sum": Spec(
+        base_condition_sum,
+        lambda a: base_condition_sum(a["frequencies"], a["length"], head_dim=a["head_dim"]),
+        lambda: dict(frequencies=[1.0, 0.1, 0.01], length=40, head_dim=8),
+        lambda out, a: _finite_array(out, (a["length"],)),
+    ),
+    "posenc.base_condition_error": Spec(
+        base_condition_error,
+        lambda a: base_condition_error(a["frequencies"], a["length"], head_dim=a["head_dim"]),
+        lambda: dict(frequencies=[1.0, 0.1, 0.01], length=40, head_dim=8),
+        lambda out, a: (isinstance(out, float) and 0 < out < math.inf) or pytest.fail(f"returned {out!r}"),
+    ),
+    "posenc.base_condition_holds": Spec(
+        base_condition_holds,
+        _condition_or_undecided,
+        lambda: dict(frequencies=[1.0, 0.1, 0.01], length=40, head_dim=8),
+        lambda out, a: out in (True, False, "undecided") or pytest.fail(f"returned {out!r}"),
     ),
     "posenc.axial_frequencies": Spec(
         axial_frequencies,
@@ -830,6 +957,46 @@ SPECS = {
         ),
         lambda out, a: isinstance(out, RotaryPlan) or pytest.fail(f"returned {out!r}"),
     ),
+    "posenc.check_config": Spec(
+        check_config,
+        lambda a: check_config(a["config"], context=a["context"], model_type=a["model_type"]),
+        lambda: dict(config=dict(_LLAMA_CONFIG), context=4096, model_type="llama"),
+        lambda out, a: (
+            (isinstance(out, ConfigCheck) and max(map(len, out.render().splitlines())) <= 80)
+            or pytest.fail(f"returned {out!r}")
+        ),
+    ),
+    "posenc.ConfigCheck": Spec(
+        ConfigCheck,
+        lambda a: ConfigCheck(**a),
+        lambda: dict(
+            source="config.json",
+            part=None,
+            plan=_LLAMA_PLAN,
+            kinds=(KindCheck(_LLAMA_PLAN.kinds[0], (0, 1)),),
+            warnings=(CheckWarning("static-yarn", "message", "chapter 12"),),
+            context=4096,
+        ),
+        lambda out, a: isinstance(out, ConfigCheck) or pytest.fail(f"returned {out!r}"),
+    ),
+    "posenc.KindCheck": Spec(
+        KindCheck,
+        lambda a: KindCheck(**a),
+        lambda: dict(kind=_LLAMA_PLAN.kinds[0], layers=(0, 1), context=ContextCheck(64, True, None, "holds")),
+        lambda out, a: isinstance(out, KindCheck) or pytest.fail(f"returned {out!r}"),
+    ),
+    "posenc.ContextCheck": Spec(
+        ContextCheck,
+        lambda a: ContextCheck(**a),
+        lambda: dict(length=4096, holds=False, first_failure=1707, meaning="fails"),
+        lambda out, a: isinstance(out, ContextCheck) or pytest.fail(f"returned {out!r}"),
+    ),
+    "posenc.CheckWarning": Spec(
+        CheckWarning,
+        lambda a: CheckWarning(**a),
+        lambda: dict(code="truncate", message="message", see="chapter 13", sources=("github.com/x/y/pull/1",)),
+        lambda out, a: isinstance(out, CheckWarning) or pytest.fail(f"returned {out!r}"),
+    ),
     "posenc.QueryScaling": Spec(
         QueryScaling,
         lambda a: QueryScaling(**a),
@@ -861,6 +1028,196 @@ SPECS = {
         _check_forward_result,
     ),
 }
+
+
+# Position from content: outputs of the documented shape, without NaN when every input is finite.
+
+
+def _finite_inputs(kwargs) -> bool:
+    """Whether every array or tensor argument is finite (a NaN or infinite input may give NaN)."""
+    for value in kwargs.values():
+        if isinstance(value, torch.Tensor) and value.is_floating_point() and not bool(torch.isfinite(value).all()):
+            return False
+        if isinstance(value, np.ndarray) and value.dtype.kind == "f" and not np.all(np.isfinite(value)):
+            return False
+    return True
+
+
+def _check_content(out, shape, kwargs, lower=None, upper=None):
+    """``out`` has ``shape``, no NaN for finite input, and lies in ``[lower, upper]`` where finite, if given."""
+    values = np.asarray(out.detach().double() if isinstance(out, torch.Tensor) else out, dtype=np.float64)
+    assert values.shape == tuple(shape), f"shape {values.shape}, documented {tuple(shape)}"
+    if _finite_inputs(kwargs):
+        assert not np.isnan(values).any(), "NaN for finite input"
+        assert not np.isposinf(values).any(), "+inf for finite input"
+    finite = values[np.isfinite(values)]
+    assert lower is None or np.all(finite >= lower - 1e-6), "below the documented range"
+    assert upper is None or np.all(finite <= upper + 1e-6), "above the documented range"
+
+
+def _shape(value) -> tuple[int, ...]:
+    return tuple(value.shape) if isinstance(value, torch.Tensor) else np.shape(np.asarray(value))
+
+
+def _bias_shape(kwargs) -> tuple[int, ...]:
+    shape = _shape(kwargs["log_forget"])
+    q_len = shape[-1] if kwargs["q_len"] is None else int(kwargs["q_len"])
+    return (*shape[:-1], q_len, shape[-1])
+
+
+def _pair_shape(name):
+    """The ``(..., seq, seq)`` shape of logits from ``kwargs[name]`` of shape ``(..., seq, head_dim)``."""
+    return lambda kwargs: (*_shape(kwargs[name])[:-1], _shape(kwargs[name])[-2])
+
+
+def _call_score_mod(mod, kwargs):
+    index = (torch.zeros((), dtype=torch.int64), torch.arange(2)[:, None, None], torch.arange(2)[:, None])
+    _check_content(mod(torch.zeros(()), *index, torch.arange(3)), (2, 2, 3), kwargs)
+
+
+def _attention_shapes(out, kwargs):
+    values, remainder = out
+    q, v = kwargs["q"], kwargs["v"]
+    _check_content(values, (*q.shape[:-1], v.shape[-1]), kwargs)
+    _check_content(remainder, q.shape[:-1], kwargs, 0.0, 1.0)
+
+
+CONTENT_SPECS = {
+    "posenc.forgetting_bias": Spec(
+        forgetting_bias,
+        lambda a: forgetting_bias(a["log_forget"], q_len=a["q_len"]),
+        lambda: dict(log_forget=np.log([[1.0, 0.5, 0.25]]), q_len=2),
+        lambda out, a: _check_content(out, _bias_shape(a), a, upper=0.0),
+    ),
+    "posenc.stick_breaking_weights": Spec(
+        stick_breaking_weights,
+        lambda a: stick_breaking_weights(a["logits"], attend_current=a["attend_current"], offset=a["offset"]),
+        lambda: dict(logits=np.zeros((2, 3, 4)), attend_current=False, offset=None),
+        lambda out, a: _check_content(out, _shape(a["logits"]), a, 0.0, 1.0),
+    ),
+    "posenc.cope_positions": Spec(
+        cope_positions,
+        lambda a: cope_positions(a["gates"], offset=a["offset"]),
+        lambda: dict(gates=np.full((3, 4), 0.5), offset=1),
+        lambda out, a: _check_content(out, _shape(a["gates"]), a, lower=0.0),
+    ),
+    "posenc.cope_logits": Spec(
+        cope_logits,
+        lambda a: cope_logits(a["q"], a["k"], a["embeddings"], scale=a["scale"]),
+        lambda: dict(q=np.ones((2, 3, 4)), k=np.ones((2, 3, 4)), embeddings=np.ones((5, 4)), scale=None),
+        lambda out, a: _check_content(out, _pair_shape("q")(a), a),
+    ),
+    "posenc.sink_softmax": Spec(
+        sink_softmax,
+        lambda a: sink_softmax(a["logits"], a["sinks"]),
+        lambda: dict(logits=np.zeros((2, 3, 4)), sinks=np.zeros(2)),
+        lambda out, a: _check_content(out, _shape(a["logits"]), a, 0.0, 1.0),
+    ),
+    "posenc.path_logits": Spec(
+        path_logits,
+        lambda a: path_logits(a["q"], a["k"], a["w"], a["beta"]),
+        lambda: dict(q=np.ones((2, 3, 4)), k=np.ones((2, 3, 4)), w=np.ones((2, 3, 4)) / 2, beta=np.ones((2, 3))),
+        lambda out, a: _check_content(out, _pair_shape("q")(a), a),
+    ),
+    "posenc.nn.ForgettingGate": Spec(
+        ForgettingGate,
+        lambda a: ForgettingGate(a["d_model"], a["n_heads"]),
+        lambda: dict(d_model=8, n_heads=2),
+        lambda module, a: _check_content(module(torch.zeros(2, 3, module.d_model)), (2, module.n_heads, 3), {}),
+    ),
+    "posenc.nn.ForgettingGate.forward": Spec(
+        ForgettingGate.forward,
+        lambda a: ForgettingGate(8, 2)(a["x"]),
+        lambda: dict(x=torch.zeros(2, 3, 8)),
+        lambda out, a: _check_content(out, (a["x"].shape[0], 2, a["x"].shape[1]), a, upper=0.0),
+    ),
+    "posenc.nn.forgetting_bias": Spec(
+        torch_forgetting_bias,
+        lambda a: torch_forgetting_bias(a["log_forget"], q_len=a["q_len"]),
+        lambda: dict(log_forget=-torch.ones(2, 4), q_len=3),
+        lambda out, a: _check_content(out, _bias_shape(a), a, upper=0.0),
+    ),
+    "posenc.nn.forgetting_score_mod": Spec(
+        forgetting_score_mod,
+        lambda a: forgetting_score_mod(a["log_forget"], offset=a["offset"]),
+        lambda: dict(log_forget=-torch.ones(1, 2, 3), offset=torch.tensor(1)),
+        _call_score_mod,
+    ),
+    "posenc.nn.stick_breaking_weights": Spec(
+        torch_stick_breaking_weights,
+        lambda a: torch_stick_breaking_weights(a["logits"], attend_current=a["attend_current"], offset=a["offset"]),
+        lambda: dict(logits=torch.zeros(2, 3, 4), attend_current=True, offset=torch.tensor(1)),
+        lambda out, a: _check_content(out, _shape(a["logits"]), a, 0.0, 1.0),
+    ),
+    "posenc.nn.stick_breaking_attention": Spec(
+        stick_breaking_attention,
+        lambda a: stick_breaking_attention(
+            a["q"], a["k"], a["v"], scale=a["scale"], attend_current=a["attend_current"], offset=a["offset"]
+        ),
+        lambda: dict(
+            q=torch.ones(2, 1, 4),
+            k=torch.ones(2, 3, 4),
+            v=torch.ones(2, 3, 5),
+            scale=0.5,
+            attend_current=False,
+            offset=None,
+        ),
+        _attention_shapes,
+    ),  # fmt: skip
+    "posenc.nn.CoPE": Spec(
+        CoPE,
+        lambda a: CoPE(a["n_positions"], a["head_dim"]),
+        lambda: dict(n_positions=5, head_dim=4),
+        lambda module, a: _check_content(
+            module.logits(torch.ones(2, 3, module.head_dim), torch.ones(2, 3, module.head_dim)), (2, 3, 3), {}
+        ),
+    ),
+    "posenc.nn.CoPE.forward": Spec(
+        CoPE.forward,
+        lambda a: CoPE(5, 8)(a["q"], a["gate_logits"]),
+        lambda: dict(q=torch.ones(2, 3, 8), gate_logits=torch.zeros(2, 3, 4)),
+        lambda out, a: _check_content(out, _shape(a["gate_logits"]), a),
+    ),
+    "posenc.nn.AttentionSink": Spec(
+        AttentionSink,
+        lambda a: AttentionSink(a["n_heads"]),
+        lambda: dict(n_heads=2),
+        lambda module, a: _check_content(
+            module(torch.zeros(module.n_heads, 3, 3)), (module.n_heads, 3, 3), {}, 0.0, 1.0
+        ),
+    ),
+    "posenc.nn.AttentionSink.forward": Spec(
+        AttentionSink.forward,
+        lambda a: AttentionSink(3)(a["logits"]),
+        lambda: dict(logits=torch.zeros(2, 3, 4, 5)),
+        lambda out, a: _check_content(out, _shape(a["logits"]), a, 0.0, 1.0),
+    ),
+    "posenc.nn.PaTHGate": Spec(
+        PaTHGate,
+        lambda a: PaTHGate(a["d_model"], a["n_heads"], a["head_dim"]),
+        lambda: dict(d_model=8, n_heads=2, head_dim=4),
+        lambda module, a: _check_content(
+            module(torch.ones(2, 3, module.d_model))[0], (2, module.n_heads, 3, module.head_dim), {}
+        ),
+    ),
+    "posenc.nn.PaTHGate.forward": Spec(
+        PaTHGate.forward,
+        lambda a: PaTHGate(8, 2, 4)(a["x"]),
+        lambda: dict(x=torch.ones(2, 3, 8)),
+        lambda out, a: _check_content(out[1], (a["x"].shape[0], 2, a["x"].shape[1]), a, 0.0, 2.0),
+    ),
+    "posenc.nn.path_logits": Spec(
+        torch_path_logits,
+        lambda a: torch_path_logits(a["q"], a["k"], a["w"], a["beta"]),
+        lambda: dict(q=torch.ones(2, 3, 4), k=torch.ones(2, 3, 4), w=torch.ones(2, 3, 4) / 2, beta=torch.ones(2, 3)),
+        lambda out, a: _check_content(out, _pair_shape("q")(a), a),
+    ),
+}
+SPECS.update(CONTENT_SPECS)
+_LLAMA_CONFIG = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2}
+"""A minimal Llama config.json dict: what posenc.check_config is fuzzed from."""
+
+_LLAMA_PLAN = RotaryPlan.from_config(_LLAMA_CONFIG)
 
 
 def parameter_names(target) -> list[str]:

@@ -23,13 +23,21 @@ import torch._dynamo
 import posenc
 from posenc.nn import (
     ALiBiBias,
+    AttentionSink,
+    CoPE,
+    ForgettingGate,
     LearnedPositionalEmbedding,
     MultiAxisRotaryEmbedding,
+    PaTHGate,
     RotaryEmbedding,
     ShawRelativeAttention,
     SinusoidalPositionalEncoding,
     T5RelativeBias,
     causal_mask_mod,
+    forgetting_bias,
+    forgetting_score_mod,
+    path_logits,
+    stick_breaking_attention,
 )
 from posenc_book.host_reads import HostRead, forbid_host_reads, host_read_backend
 
@@ -173,7 +181,33 @@ def _bias_cases() -> dict[str, Case]:
     }
 
 
-CASES = {**_rotary_cases(), **_multiaxis_cases(), **_absolute_cases(), **_bias_cases()}
+def _content_cases() -> dict[str, Case]:
+    """Position from content: the gates, biases and attention functions, with a decoding step's tensor offset."""
+    torch.manual_seed(0)
+    gate, cope, sink, householder = ForgettingGate(8, 4), CoPE(8, 8), AttentionSink(4), PaTHGate(8, 2, 4)
+    return {
+        "forgetting gate and bias": Case(lambda x: forgetting_bias(gate(x)), lambda: (_x(2, _SEQ, 8),)),
+        "forgetting score_mod with a tensor offset": Case(
+            lambda log_forget, offset, *index: forgetting_score_mod(log_forget, offset=offset)(torch.zeros(()), *index),
+            lambda: (-torch.rand(1, 4, 8), torch.tensor(5), *_indices(4, 1, 8)),
+        ),
+        "stick-breaking attention, tensor offset": Case(
+            lambda q, k, v, offset: stick_breaking_attention(q, k, v, offset=offset),
+            lambda: (_x(2, 4, 1, 8), _x(2, 4, _SEQ, 8, seed=1), _x(2, 4, _SEQ, 8, seed=2), torch.tensor(5)),
+        ),
+        "cope logits": Case(lambda q, k: cope.logits(q, k), lambda: (_x(2, 4, _SEQ, 8), _x(2, 4, _SEQ, 8, seed=1))),
+        "sink weights and rescale": Case(
+            lambda logits, out, lse: (sink(logits), sink.rescale(out, lse)),
+            lambda: (_x(2, 4, _SEQ, _SEQ), _x(2, 4, _SEQ, 8, seed=1), _x(2, 4, _SEQ, seed=2)),
+        ),
+        "path gate and logits": Case(
+            lambda x, q, k: path_logits(q, k, *householder(x)),
+            lambda: (_x(2, _SEQ, 8), _x(2, 2, _SEQ, 4, seed=1), _x(2, 2, _SEQ, 4, seed=2)),
+        ),
+    }
+
+
+CASES = {**_rotary_cases(), **_multiaxis_cases(), **_absolute_cases(), **_bias_cases(), **_content_cases()}
 
 
 @pytest.mark.parametrize("name", CASES)

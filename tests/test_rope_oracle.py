@@ -160,7 +160,16 @@ def test_the_oracle_reports_a_wrong_base_angle_and_attention_factor():
     findings = rope_oracle.find(observation)
     plan = posenc.RotaryPlan.from_config(copy.deepcopy(built.values))
     assert rope_oracle.compare(plan, findings, observation) == []
-    moved = tuple(dataclasses.replace(layer, base=layer.base * 1.01) for layer in plan.layers)
+    moved = tuple(
+        dataclasses.replace(
+            layer,
+            base=layer.base * 1.01,
+            scaling=layer.scaling
+            if layer.scaling is None or layer.scaling.rope_theta is None
+            else dataclasses.replace(layer.scaling, rope_theta=layer.base * 1.01),
+        )
+        for layer in plan.layers
+    )
     assert any(
         "angle" in text for text in rope_oracle.compare(dataclasses.replace(plan, layers=moved), findings, observation)
     )

@@ -11,6 +11,7 @@ stay non-negative at every distance :math:`m` below the context length :math:`L`
 - :func:`condition_holds`, whether :math:`B_{m,\theta} \ge 0` at all of them;
 - :func:`base_bound`, the first base of a geometric grid (100 per decade) at which the condition holds for a
   length, and the grid bases above it where the condition fails again, as a :class:`BaseBound`;
+- :func:`grid_verdicts`, whether the condition holds at each grid base of a range, for a length;
 - :func:`sum_floor` and :func:`sure_base`, a lower bound on the sum that only grows with the base, and the base
   above which that bound proves the condition at every base.
 
@@ -19,41 +20,41 @@ base is a property of the grid, not of the condition. Bases between grid points 
 bases between grid points above the last failing grid base may fail. Only :func:`sure_base` is a threshold,
 and it is very conservative.
 
-The sum is computed from the identity
-:math:`\cos((a + k)\theta) = \cos(a\theta)\cos(k\theta) - \sin(a\theta)\sin(k\theta)`: the distances are cut
-into blocks of about :math:`\sqrt{L}` starting at :math:`a`, and every block's sums are one matrix product of the
-:math:`(\text{block}, d)` table of :math:`[\cos k\theta_i, -\sin k\theta_i]` with the :math:`(d, \cdot)` table of
-:math:`[\cos a\theta_i; \sin a\theta_i]`. That costs :math:`2\sqrt{L} \cdot d` sines and cosines and one matrix
-product instead of :math:`L \cdot d/2` cosines: at :math:`L = 2^{20}` a few hundredths of a second per base instead
-of more than a second. Each angle is still one rounded float64 product, as in ``np.cos(np.outer(m, theta))``;
-``tests/test_base_bound.py`` checks the sums against that direct sum, within a quarter of :func:`sum_error`. A sum
-closer to zero than :func:`sum_error` cannot be given a sign, and :func:`condition_holds` raises rather than
-guess.
+The sum, its error bound and the condition are the library's, :func:`posenc.base_condition_sum`,
+:func:`posenc.base_condition_error` and :func:`posenc.base_condition_holds`, which take the frequencies
+themselves (a scaled or partially rotated head); :func:`cosine_sum`, :func:`sum_error` and
+:func:`condition_holds` here are those for RoPE's frequencies of a base, as chapter 12 asks. The library's
+notes hold the blockwise product and its accuracy argument.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 from numpy.typing import NDArray
+from threadpoolctl import ThreadpoolController
 
 import posenc
 
-__all__ = ["GRID", "BaseBound", "cosine_sum", "sum_error", "condition_holds", "base_bound", "sum_floor", "sure_base"]
+__all__ = [
+    "GRID",
+    "BaseBound",
+    "cosine_sum",
+    "sum_error",
+    "condition_holds",
+    "base_bound",
+    "grid_verdicts",
+    "sum_floor",
+    "sure_base",
+]
 
 GRID: NDArray[np.float64] = 10 ** (np.arange(200, 1300) / 100)
 """The bases :func:`base_bound` searches: :math:`10^{j/100}`, 100 per decade, from 100 to about :math:`10^{13}`."""
-
-_ROUGH = 2.0**-10
-# Blocks whose float32 sums all reach _ROUGH hold: the float32 product's error is below it. Its 128 terms
-# |cos a cos k| + |sin a sin k| per pair sum to at most 64 (Cauchy-Schwarz), each input carries a rounding of
-# 2**-24 and the sum of 128 products at most 128 roundings: (3 + 128) * 2**-24 * 64 < 2**-10. The other blocks
-# are summed again in float64.
 
 _BAND = 100  # grid bases above the first holding one that base_bound scans: up to ten times it
 
@@ -65,37 +66,30 @@ def _check(length: int, head_dim: int) -> None:
         raise ValueError(f"head_dim must be a positive even integer, got {head_dim!r}")
 
 
-def _product(left: NDArray[np.float64], right: NDArray[np.float64], dtype: torch.dtype) -> NDArray[np.floating]:
-    """``left @ right`` in ``dtype`` by torch on one thread (numpy's threaded BLAS spins on a busy machine)."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        return (torch.from_numpy(left).to(dtype) @ torch.from_numpy(right).to(dtype)).numpy()
-    finally:
-        torch.set_num_threads(previous)
+def _frequencies(base: float, head_dim: int, scaling: Mapping[str, object] | None) -> NDArray[np.float64]:
+    return posenc.rotary_frequencies(head_dim, base=base, scaling=scaling)
 
 
-def _block(length: int) -> int:
-    """Distances per block: the power of two nearest the square root of ``length``, so both tables are small."""
-    return 2 ** round(math.log2(length) / 2)
+@functools.cache
+def _blas() -> ThreadpoolController:
+    return ThreadpoolController()  # inspects the loaded libraries once (a few ms)
 
 
-def _steps(theta: NDArray[np.float64], block: int) -> NDArray[np.float64]:
-    """``(d, block)``: :math:`[\\cos k\\theta_i; -\\sin k\\theta_i]` for ``k < block``."""
-    k = np.arange(block) * theta[:, None]
-    return np.concatenate([np.cos(k), -np.sin(k)])
-
-
-def _origins(theta: NDArray[np.float64], starts: NDArray[np.int64]) -> NDArray[np.float64]:
-    """``(starts.size, d)``: :math:`[\\cos a\\theta_i, \\sin a\\theta_i]` for each block start ``a``."""
-    a = starts[:, None] * theta
-    return np.concatenate([np.cos(a), np.sin(a)], axis=1)
+def _one_thread() -> contextlib.AbstractContextManager[object]:
+    """NumPy's BLAS on one thread for the library's matrix products: its threads spin on a busy machine (the
+    grid search of all chapter 12's lengths took 20-27 s with two threads and 2.7-4.7 s with one, at a load of 9
+    on 2 cores)."""
+    return _blas().limit(limits=1, user_api="blas")
 
 
 def cosine_sum(
     base: float, length: int, head_dim: int = 128, *, scaling: Mapping[str, object] | None = None
 ) -> NDArray[np.float64]:
     r"""Men et al.'s sum :math:`B_{m,\theta} = \sum_i \cos(m\theta_i)` at every distance ``m < length``.
+
+    :func:`posenc.base_condition_sum` for ``posenc.rotary_frequencies(head_dim, base=base, scaling=scaling)``,
+    over all ``head_dim / 2`` pairs of the head: a scaling's ``partial_rotary_factor`` leaves pairs unrotated,
+    and they count as frequency 0 (each adds 1).
 
     Parameters
     ----------
@@ -104,25 +98,16 @@ def cosine_sum(
     length : int
         The context length :math:`L`; positive.
     head_dim : int, default 128
-        Features per head :math:`d`; positive and even. The frequencies are
-        ``posenc.rotary_frequencies(head_dim, base=base, scaling=scaling)``.
+        Features per head :math:`d`; positive and even.
     scaling : dict or None, default None
-        A transformers ``rope_scaling`` dict, to sum the cosines of a scaled model's frequencies (the bound
-        itself, :func:`base_bound`, is for unscaled ones).
+        A transformers ``rope_scaling`` dict, to sum the cosines of a scaled model's frequencies (the grid
+        search, :func:`base_bound`, is for unscaled ones).
 
     Returns
     -------
     (length,) ndarray of float64
         :math:`B_{m,\theta}` for :math:`m = 0, \dots, L - 1`; :math:`B_{0,\theta} = d/2`. Each value is within
         :func:`sum_error` of the exact sum of the cosines of the float64 angles.
-
-    Notes
-    -----
-    Computed blockwise as a matrix product (see the module's notes), not as :math:`L \cdot d/2` cosines.
-
-    References
-    ----------
-    Men et al., "Base of RoPE Bounds Context Length", arXiv:2405.14591 (2024).
 
     Examples
     --------
@@ -131,19 +116,15 @@ def cosine_sum(
     ((4096,), 64.0)
     """
     _check(length, head_dim)
-    theta = posenc.rotary_frequencies(head_dim, base=base, scaling=scaling)
-    block = _block(length)
-    sums = _product(_origins(theta, np.arange(0, length, block)), _steps(theta, block), torch.float64)
-    return sums.reshape(-1)[:length]
+    with _one_thread():
+        return posenc.base_condition_sum(_frequencies(base, head_dim, scaling), length, head_dim=head_dim)
 
 
 def sum_error(length: int, head_dim: int = 128) -> float:
-    r"""A bound on the error of :func:`cosine_sum` at distances below ``length``, whatever the base.
+    r"""A bound on the error of :func:`cosine_sum` at distances below ``length``, for any base, unscaled.
 
-    Each of the :math:`d/2` terms carries the rounding of its angles (two float64 products of at most
-    :math:`L` radians, :math:`\theta_0 = 1`: at most :math:`2^{-52} L` each) and of the product's four
-    roundings per term; the bound doubles their sum. It is about :math:`3 \cdot 10^{-8}` at
-    :math:`L = 2^{20}`, :math:`d = 128`.
+    :func:`posenc.base_condition_error` for RoPE's frequencies, whose fastest is :math:`\theta_0 = 1` at
+    every base (so the bound does not depend on the base).
 
     Parameters
     ----------
@@ -155,9 +136,14 @@ def sum_error(length: int, head_dim: int = 128) -> float:
     Returns
     -------
     float
+
+    Examples
+    --------
+    >>> f"{sum_error(2**20):.1e}"
+    '6.0e-08'
     """
     _check(length, head_dim)
-    return 2.0 * (head_dim // 2) * (2.0**-51 * length + 2.0**-48)
+    return posenc.base_condition_error(_frequencies(10_000.0, head_dim, None), length)
 
 
 def condition_holds(
@@ -165,10 +151,8 @@ def condition_holds(
 ) -> bool:
     r"""Whether :math:`B_{m,\theta} \ge 0` at every distance ``m < length`` (Men et al.'s condition).
 
-    The last eighth of the distances is checked first, and the check stops there if a sum is negative: a base
-    that fails usually fails near the end of the context. The sums are taken in float32 first, and again in
-    float64 for every block whose float32 sums come within :math:`2^{-10}` of zero or below (more than the
-    float32 product's error).
+    :func:`posenc.base_condition_holds` for ``posenc.rotary_frequencies(head_dim, base=base, scaling=scaling)``
+    over all ``head_dim / 2`` pairs (unrotated pairs, with a ``partial_rotary_factor``, are frequency 0).
 
     Parameters
     ----------
@@ -196,32 +180,8 @@ def condition_holds(
     (False, True)
     """
     _check(length, head_dim)
-    theta = posenc.rotary_frequencies(head_dim, base=base, scaling=scaling)
-    tolerance = sum_error(length, head_dim)
-    block = _block(length)
-    steps = _steps(theta, block)
-    starts = np.arange(0, length, block)[::-1]  # the longest distances first
-    # the last eighth of the context first, where a failing base usually fails, then the rest in one product
-    split = max(1, starts.size // 8)
-    for chunk in (starts[:split], starts[split:]):
-        if chunk.size == 0:
-            continue
-        origins = _origins(theta, chunk)
-        rough = _product(origins, steps, torch.float32)
-        if chunk[0] + block > length:  # the last block reaches past the context
-            rough[0, length - chunk[0] :] = np.inf
-        doubt = rough.min(axis=1) < _ROUGH
-        if not doubt.any():
-            continue
-        sums = _product(origins[doubt], steps, torch.float64)
-        if chunk[0] + block > length and doubt[0]:
-            sums[0, length - chunk[0] :] = np.inf
-        low = sums.min()
-        if abs(low) <= tolerance:
-            raise ArithmeticError(f"B at base {base} comes within {tolerance:.1e} of zero below {length}")
-        if low < 0:
-            return False
-    return True
+    with _one_thread():
+        return posenc.base_condition_holds(_frequencies(base, head_dim, scaling), length, head_dim=head_dim)
 
 
 @dataclass(frozen=True)
@@ -335,6 +295,55 @@ def base_bound(length: int, head_dim: int = 128) -> BaseBound:
     """
     _check(length, head_dim)
     return _base_bound(int(length), int(head_dim))
+
+
+def grid_verdicts(
+    length: int, low: float, high: float, head_dim: int = 128
+) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+    r"""Every base of :data:`GRID` in ``[low, high)``, and whether Men et al.'s condition holds there for ``length``.
+
+    Reads :func:`base_bound`'s scan where it can: grid bases below its first holding base fail (it is the first),
+    those of the scan above it fail exactly when they are in its ``failing``; the grid bases beyond the scan
+    are checked with :func:`condition_holds`.
+
+    Parameters
+    ----------
+    length : int
+        The context length; positive.
+    low, high : float
+        The range of bases, ``low < high``.
+    head_dim : int, default 128
+        Features per head; positive and even.
+
+    Returns
+    -------
+    bases : (n,) ndarray of float64
+        The grid bases in ``[low, high)``, increasing.
+    holds : (n,) ndarray of bool
+        Whether the condition holds at each.
+
+    Examples
+    --------
+    >>> bases, holds = grid_verdicts(4096, 1e4, 1e5)
+    >>> len(bases), int(holds.sum())
+    (100, 35)
+    """
+    _check(length, head_dim)
+    if not low < high:
+        raise ValueError(f"low must be below high, got {low!r} and {high!r}")
+    bound = base_bound(length, head_dim)
+    first = int(np.searchsorted(GRID, bound.smallest))
+    failing = {int(np.searchsorted(GRID, base)) for base in bound.failing}
+    chosen = np.flatnonzero((GRID >= low) & (GRID < high))
+    holds = np.array(
+        [
+            j >= first
+            and (j not in failing if j <= first + _BAND else condition_holds(float(GRID[j]), length, head_dim))
+            for j in chosen
+        ],
+        dtype=bool,
+    )
+    return GRID[chosen], holds
 
 
 def sum_floor(base: float, length: int, head_dim: int = 128) -> float:

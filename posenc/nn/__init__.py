@@ -9,6 +9,11 @@
 - :class:`ShawRelativeAttention` (:mod:`posenc.nn.shaw`): attention with :func:`posenc.shaw_relative_indices`.
 - :func:`causal_mask_mod` (:mod:`posenc.nn.flex`): the causal mask for FlexAttention, whose ``score_mod`` the
   ``score_mod()`` methods of :class:`ALiBiBias` and :class:`T5RelativeBias` give.
+- Position from content: :class:`ForgettingGate`, :func:`forgetting_bias` and :func:`forgetting_score_mod`
+  (:mod:`posenc.nn.forgetting`, forgetting attention), :func:`stick_breaking_weights` and
+  :func:`stick_breaking_attention` (:mod:`posenc.nn.stick_breaking`), :class:`CoPE` (:mod:`posenc.nn.cope`),
+  :class:`AttentionSink` (:mod:`posenc.nn.sink`, a learned sink logit per head), :class:`PaTHGate` and
+  :func:`path_logits` (:mod:`posenc.nn.path_attention`, PaTH's Householder products).
 - :func:`rotary_embedding` and :func:`query_scale` (:mod:`posenc.nn.config`): the module of one layer kind of a
   :class:`posenc.RotaryPlan` (a transformers config, read), and the query multipliers some families apply.
 
@@ -26,12 +31,17 @@ except ImportError as error:
 
 from posenc.nn.alibi import ALiBiBias
 from posenc.nn.config import query_scale, rotary_embedding
+from posenc.nn.cope import CoPE
 from posenc.nn.flex import causal_mask_mod
+from posenc.nn.forgetting import ForgettingGate, forgetting_bias, forgetting_score_mod
 from posenc.nn.learned import LearnedPositionalEmbedding
 from posenc.nn.multiaxis import MultiAxisRotaryEmbedding
+from posenc.nn.path_attention import PaTHGate, path_logits
 from posenc.nn.rotary import RotaryEmbedding
 from posenc.nn.shaw import ShawRelativeAttention
+from posenc.nn.sink import AttentionSink
 from posenc.nn.sinusoid import SinusoidalPositionalEncoding
+from posenc.nn.stick_breaking import stick_breaking_attention, stick_breaking_weights
 from posenc.nn.t5 import T5RelativeBias
 
 __all__ = [
@@ -45,4 +55,13 @@ __all__ = [
     "causal_mask_mod",
     "rotary_embedding",
     "query_scale",
+    "ForgettingGate",
+    "forgetting_bias",
+    "forgetting_score_mod",
+    "stick_breaking_weights",
+    "stick_breaking_attention",
+    "CoPE",
+    "AttentionSink",
+    "PaTHGate",
+    "path_logits",
 ]
