@@ -15,11 +15,16 @@ built from the same dict are compared (:func:`judge`):
 - ``"agree"``: the model runs and the plan agrees with it layer by layer (tests/rope_oracle.py's tolerance);
 - ``"refused, key named"``: posenc raises a ValueError (or TypeError) whose message names the key changed;
 - ``"refused by both"``: posenc refuses and transformers cannot build or run the model either;
-- ``"served, transformers fails"``: posenc reads a dict that transformers cannot build or run;
+- ``"served, transformers refuses"``: posenc reads a dict that transformers' configuration class rejects (a defect
+  of posenc, which should refuse it too);
+- ``"served, transformers crashes"``: posenc reads a dict that transformers' configuration class accepts but whose
+  model transformers cannot build or run (a shape that does not match, an index beyond a table): there is no model
+  to compare with, and no evidence against posenc's reading; reported, not counted as posenc's defect;
 - ``"refused, key not named"``: posenc refuses, transformers runs, and the message does not name the key;
 - ``"misread"``: both read it, and posenc's plan differs from the model.
 
-The last three are defects: the report lists each. ``python tests/config_sweep.py`` (``make check-configs``) runs the
+``"served, transformers refuses"``, ``"refused, key not named"`` and ``"misread"`` are defects: the report lists
+each. ``python tests/config_sweep.py`` (``make check-configs``) runs the
 whole sweep in two worker processes and writes :data:`REPORT` (versions, date, the hash of posenc's reading code, one
 row per case); ``python tests/config_sweep.py llama gemma3`` runs some families and prints their rows. A fast sample
 runs in ``make unit`` (tests/test_config_sweep.py), which also refuses a stale report.
@@ -36,6 +41,7 @@ import importlib
 import inspect
 import json
 import math
+import os
 import re
 import sys
 import time
@@ -53,8 +59,11 @@ ROOT = Path(__file__).resolve().parent.parent
 REPORT = ROOT / "book" / "posenc_book" / "config_sweep.json"
 """The committed report of the whole sweep, which chapter 15 can read (posenc_book.zoo.config_sweep)."""
 
-READING_CODE = ("posenc/config.py", "posenc/_families.py", "posenc/_rope.py")
-"""The files whose content the report's hash covers: a change to any of them makes the report stale."""
+READING_CODE = (
+    "posenc/config.py", "posenc/_families.py", "posenc/_rope.py", "tests/config_sweep.py", "tests/rope_oracle.py",
+)  # fmt: skip
+"""The files whose content the report's hash covers (posenc's reading code, and the sweep and oracle that judge
+it): a change to any of them makes the report stale."""
 
 LAYERS = 6
 """The layers of a tiny model (more than a period of every default layer pattern but Gemma 3's)."""
@@ -63,17 +72,18 @@ VERDICTS = (
     "agree",
     "refused, key named",
     "refused by both",
-    "served, transformers fails",
+    "served, transformers refuses",
+    "served, transformers crashes",
     "probe blind",
     "not probed",
     "refused, key not named",
     "misread",
 )
-UNPROBED = ("served, transformers fails", "probe blind")
+UNPROBED = ("served, transformers refuses", "served, transformers crashes", "probe blind")
 """Verdicts of a class's defaults after which its variants are not run: its one row becomes ``"not probed"`` with
 the reason (a tiny model that does not run on text tokens, as Kyutai's speech model; or hidden states that depend on
 the position, as RecurrentGemma's recurrent layers, which restart at position 0)."""
-DEFECTS = ("refused, key not named", "misread")
+DEFECTS = ("served, transformers refuses", "refused, key not named", "misread")
 
 NOT_POSITIONAL = {
     "vocab_size", "pad_token_id", "bos_token_id", "eos_token_id", "sep_token_id", "cls_token_id",
@@ -312,7 +322,7 @@ def judge(values: dict[str, Any], model_type: str, key: str) -> tuple[str, str]:
         theirs = f"{type(error).__name__}: {str(error)[:300]}"
         if plan is None:
             return "refused by both", f"posenc {refusal[:300]} | transformers {theirs}"
-        return "served, transformers fails", theirs
+        return _served_and_failed(values, model_type), theirs
     served = plan.max_position_embeddings if plan is not None else None
     everywhere = len(observation.failed) == len(observation.positions)
     early = [error for p, error in observation.failed.items() if served is None or p < served]
@@ -320,7 +330,7 @@ def judge(values: dict[str, Any], model_type: str, key: str) -> tuple[str, str]:
         theirs = next(iter(observation.failed.values()))
         if plan is None:
             return "refused by both", f"posenc {refusal[:300]} | transformers {theirs[:300]}"
-        return "served, transformers fails", theirs[:300]
+        return "served, transformers crashes", theirs[:300]
     if plan is None:
         named = _names(refusal, key)
         return ("refused, key named" if named else "refused, key not named"), refusal[:400]
@@ -333,6 +343,17 @@ def judge(values: dict[str, Any], model_type: str, key: str) -> tuple[str, str]:
     if differences:
         return "misread", " | ".join(differences[:3])[:500]
     return "agree", f"{sum(found.rotates for found in findings.values())} of {len(findings)} layers rotate"
+
+
+def _served_and_failed(values: dict[str, Any], model_type: str) -> str:
+    """Whether transformers' configuration class itself rejects ``values`` (``"served, transformers refuses"``) or
+    accepts it and the model fails (``"served, transformers crashes"``)."""
+    try:
+        with rope_oracle.quiet():
+            rope_oracle._config(str(values.get("model_type", model_type)), values)
+    except (*TRANSFORMERS_REFUSES, StrictDataclassClassValidationError):
+        return "served, transformers refuses"
+    return "served, transformers crashes"
 
 
 TRANSFORMERS_REFUSES = (ValueError, TypeError, RuntimeError, KeyError, AttributeError, IndexError, ZeroDivisionError)
@@ -371,13 +392,29 @@ def census_configs() -> list[tuple[str, Any]]:
     return chosen
 
 
+def census_config(name: str) -> tuple[str, Any]:
+    """(family, config) of the census class ``name``, built as :func:`census_configs` builds it, without building the
+    whole census (the fast sample of tests/test_config_sweep.py)."""
+    import transformers
+    from test_model_zoo import with_overrides
+
+    from posenc_book.zoo import OVERRIDES
+
+    with rope_oracle.quiet():
+        config = getattr(transformers, name)()
+    config = with_overrides(config) if name in OVERRIDES else config
+    return type(config).__module__.split(".")[2], config
+
+
 MROPE_AXES = ("time", "height", "width")
 """The axes of M-RoPE, whose text tokens the probe runs (at the same coordinate on every axis)."""
 
 
-def sweep_config(family: str, config: Any, keys: set[str] | None = None) -> list[dict[str, Any]]:
-    """Every case of one configuration class: its base (the shrunk defaults) and each variant (of ``keys`` only, if
-    given)."""
+def sweep_config(
+    family: str, config: Any, keys: set[str] | None = None, labels: set[str] | None = None
+) -> list[dict[str, Any]]:
+    """Every case of one configuration class: its base (the shrunk defaults) and each variant (only those of ``keys``
+    or with one of ``labels``, if either is given)."""
     from posenc_book.zoo import model_type_of
 
     model_type = model_type_of(config)
@@ -388,8 +425,10 @@ def sweep_config(family: str, config: Any, keys: set[str] | None = None) -> list
         values["model_type"] = config.model_type or model_type
     rows = []
     cases = [("(defaults)", "(the class's defaults)", values), *variants(config, values)]
-    if keys is not None:
-        cases = [case for case in cases if case[0] in keys or case[0] == "(defaults)"]
+    if keys is not None or labels is not None:
+        cases = [
+            case for case in cases if case[0] == "(defaults)" or case[0] in (keys or ()) or case[1] in (labels or ())
+        ]
     for number, (key, label, changed) in enumerate(cases):
         if number == 1 and rows[0]["verdict"] in UNPROBED:
             rows[0]["verdict"] = "not probed"  # the defaults' tiny model does not run, or the probe cannot see it
@@ -418,13 +457,13 @@ def _sweep_chunk(indices: list[int]) -> list[dict[str, Any]]:
                 _row(family, config, "(harness)", "(harness)", "harness error", f"{type(error).__name__}: {error}")
             ]
         rows += found
-        with PROGRESS.open("a") as progress:  # (what a long sweep has done so far, one class a line)
-            progress.write(json.dumps({"config_class": type(config).__name__, "cases": len(found)}) + "\n")
+        with PROGRESS.open("a") as progress:  # (what a long sweep has done so far: each class's rows, a line each)
+            progress.write("".join(json.dumps(row) + "\n" for row in found))
     return rows
 
 
 PROGRESS = ROOT / "_build" / "config_sweep.progress"
-"""One line per class swept, appended while the sweep runs (not committed)."""
+"""The rows of each class swept, appended while the sweep runs (not committed)."""
 
 
 def _row(family: str, config: Any, key: str, label: str, verdict: str, detail: str, seconds: float = 0.0) -> dict:
@@ -466,6 +505,7 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def run_all(workers: int = 2) -> dict[str, Any]:
+    """The whole sweep in ``workers`` processes (``POSENC_SWEEP_WORKERS``, default 2), as the report's dict."""
     start = time.perf_counter()
     count = len(census_configs())
     PROGRESS.parent.mkdir(exist_ok=True)
@@ -495,7 +535,7 @@ def main(argv: list[str]) -> int:
             for row in sweep_config(family, config):
                 print(f"{row['config_class']:28s} {row['change'][:60]:60s} {row['verdict']:26s} {row['detail'][:150]}")
         return 0
-    report = run_all()
+    report = run_all(int(os.environ.get("POSENC_SWEEP_WORKERS", "2")))
     REPORT.write_text(json.dumps(report, indent=1) + "\n")
     print(json.dumps(report["summary"], indent=1), f"\n{report['seconds']} s")
     defects = [row for row in report["cases"] if row["verdict"] in (*DEFECTS, "harness error")]
