@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 export SOURCE_DATE_EPOCH
 
-.PHONY: venv book test lint unit notebooks bench check-gpu check-engines check-operators favicon check-site check-reproducible check-portable check-seeds clean
+.PHONY: venv book test lint unit notebooks bench check-gpu check-configs check-engines check-operators favicon check-site check-reproducible check-portable check-seeds clean
 
 venv: $(STAMP)
 
@@ -68,6 +68,14 @@ bench: $(STAMP)
 # (`$(BIN)/python -m posenc_book.bench_gpu --device cpu` runs the parts that do not need CUDA on the CPU).
 check-gpu: $(STAMP)
 	$(BIN)/python -m posenc_book.bench_gpu --out _build/check-gpu.md
+
+# The differential sweep (tests/config_sweep.py): every census class of transformers, each key its modeling code
+# reads changed one at a time, posenc's plan against the tiny model built from the same config.json
+# (tests/rope_oracle.py); writes book/posenc_book/config_sweep.json (versions, date, the hash of posenc's reading
+# code, one row per case), which is committed and which tests/test_config_sweep.py (in `unit`) refuses when stale.
+# Two worker processes; not part of `test` or CI.
+check-configs: $(STAMP)
+	$(BIN)/python tests/config_sweep.py
 
 # Chapter 17's engines whose install does not fit `make test` (requirements-engines.txt: ONNX Runtime GenAI's model
 # builder, vLLM's CPU build), in a virtual environment of their own (.venv-engines: requirements.txt, then these

@@ -389,6 +389,7 @@ FAMILIES: dict[str, Family] = {
             rope_theta=10000.0,
         ),
         layer_pattern=LayerPattern("periodic", period_key="global_attn_every_n_layers"),
+        nope="sliding_only",  # AfmoeAttention rotates only where is_local_attention (found by tests/config_sweep.py)
     ),
     "apertus": _f(
         "apertus",
