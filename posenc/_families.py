@@ -1127,6 +1127,7 @@ FAMILIES: dict[str, Family] = {
             rope_theta=10000.0,
         ),
         layer_pattern=LayerPattern("periodic", period=4, shift=3, first=(0, 1), last="always"),
+        nope="sliding_only",  # FlintAttention rotates only its sliding layers (found by tests/config_sweep.py)
     ),
     "gemma": _f(
         "gemma",

@@ -770,6 +770,7 @@ def _read(config: object, model_type: str | None) -> RotaryPlan:
         if key not in cache:
             if rotates:
                 assert isinstance(layer_dict, dict)
+                _check_layer_truncate(rope, nested, layer_dict, where)
                 cache[key] = _read_layer(reader, view, family, layer_dict, where, layer_type, max_positions)
             else:
                 head_dim = dims[0] if dims else _head_dim(view, family)
@@ -1137,6 +1138,26 @@ def _rotates(reader: _Config, family: Family, layer_dict: object, layer_type: st
             return True
         return bool(thetas[index])
     raise AssertionError(rule)
+
+
+def _check_layer_truncate(
+    rope: Mapping[str, Any] | None, nested: list[str], layer_dict: Mapping[str, Any], where: str
+) -> None:
+    """transformers 5.23 reads YaRN's ``truncate`` from the top level of ``rope_parameters``
+    (``_compute_yarn_parameters``: ``config.rope_parameters.get("truncate", True)``), not from a layer type's dict: a
+    layer dict whose ``truncate`` differs from that is refused, naming the key, rather than read either way."""
+    if not nested or rope is None or "truncate" not in layer_dict:
+        return
+    if layer_dict.get("rope_type", layer_dict.get("type")) != "yarn":
+        return
+    used = rope.get("truncate", True)
+    if layer_dict["truncate"] != used:
+        raise ValueError(
+            f"{where}['truncate'] = {layer_dict['truncate']!r}: transformers 5.23 reads YaRN's truncate from the top "
+            f"level of rope_parameters (modeling_rope_utils._compute_yarn_parameters), not from a layer type's dict, "
+            f"so its model uses truncate = {used!r} for these layers; posenc refuses rather than read the key either "
+            "way"
+        )
 
 
 def _read_layer(

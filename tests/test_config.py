@@ -575,3 +575,25 @@ def test_hunyuans_dynamic_alpha_with_extra_keys_is_served_as_transformers_serves
     assert (kind.rotary_dim, kind.scaling.rope_type, kind.attention_factor) == (128, "default", 1.0)
     assert plan.layers == RotaryPlan.from_config(transformers_config(raw)).layers
     assert rope_oracle.check(raw)[1] == []
+
+
+def test_a_layer_types_yarn_truncate_transformers_does_not_read_is_refused():
+    """transformers 5.23 reads YaRN's ``truncate`` from the top level of ``rope_parameters``
+    (``_compute_yarn_parameters``: ``config.rope_parameters.get("truncate", True)``), not from a layer type's dict:
+    Beam's sliding layers with ``truncate: False`` get the rounded ramp. posenc read the layer's key and rotated pair
+    21 by 0.04859 rad at position 1, the model by 0.04696 (found by tests/config_sweep.py); it now refuses, naming the
+    key. A layer dict whose truncate is what transformers uses (true, or absent) still reads."""
+    from transformers import BeamConfig
+    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+
+    yarn = {"rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0, "original_max_position_embeddings": 2048}
+    rope = {"sliding_attention": {**yarn, "truncate": False, "beta_fast": 16.0}, "full_attention": None}
+    config = BeamConfig(rope_parameters=copy.deepcopy(rope))
+    # what transformers computes for the sliding layers: the ramp of truncate=True, whatever the layer's dict says
+    theirs, _ = ROPE_INIT_FUNCTIONS["yarn"](config, "cpu", layer_type="sliding_attention")
+    rounded = {**rope, "sliding_attention": {**rope["sliding_attention"], "truncate": True}}
+    plan = RotaryPlan.from_config({**config.to_dict(), "rope_parameters": rounded})
+    sliding = next(kind for kind in plan.kinds if kind.layer_type == "sliding_attention")
+    np.testing.assert_allclose(sliding.inverse_frequencies(), theirs.double().numpy(), rtol=1e-6)
+    with pytest.raises(ValueError, match=r"\['sliding_attention'\]\['truncate'\] = False"):
+        RotaryPlan.from_config({**config.to_dict(), "rope_parameters": copy.deepcopy(rope)})

@@ -433,6 +433,7 @@ def test_the_census_sees_a_wrong_family_entry(zoo, monkeypatch):
 ATTENTION = {
     "AfmoeConfig": "AfmoeAttention",  # (found by tests/config_sweep.py: only its sliding layers rotate)
     "Cohere2Config": "Cohere2Attention",
+    "FlintConfig": "FlintAttention",  # (found by tests/config_sweep.py: only its sliding layers rotate)
     "Cohere2MoeConfig": "Cohere2MoeAttention",
     "Exaone4Config": "Exaone4Attention",
     "ExaoneMoeConfig": "ExaoneMoeAttention",
