@@ -230,8 +230,8 @@ class Family:
     nope_on_full_layers: bool = False  # MUSE: without layer_rope_theta, the layer pattern's full layers are NoPE
     partial_hardcoded: bool = False  # Bamba: __post_init__ sets the top-level partial_rotary_factor to its default
     rotary_dim_key: str | None = None  # MiniMax-M2: a legacy width, partial_rotary_factor = value / head_dim
-    rope_switch: tuple[str, str] | None = None  # Granite 4.0-H: the model rotates only when config[key] == value
-    switch_off: Literal["nope", "absolute"] = "nope"  # what the model does otherwise (ESM: absolute embeddings)
+    rope_switch: tuple[str, object] | None = None  # Granite 4.0-H: the model rotates only when config[key] == value
+    switch_off: Literal["nope", "absolute", "alibi"] = "nope"  # what it does otherwise (ESM: absolute embeddings)
     fixed_theta: float | None = None  # rope_form "fixed": the base the modeling code fixes
     partial_ignored: bool = False  # the default frequencies never read partial_rotary_factor (PARTIAL_IGNORED)
 
@@ -1089,7 +1089,11 @@ FAMILIES: dict[str, Family] = {
             max_position_embeddings=2048,
             num_hidden_layers=32,
             rope_theta=10000.0,
+            alibi=False,
         ),
+        # FalconModel: use_alibi = config.alibi; its attention rotates only when no ALiBi tensor is passed
+        rope_switch=("alibi", False),
+        switch_off="alibi",
     ),
     "falcon_h1": _f(
         "falcon_h1",
@@ -3316,7 +3320,9 @@ FAMILIES: dict[str, Family] = {
             max_position_embeddings=4096,
             num_hidden_layers=54,
             rope_theta=10000.0,
+            use_mem_rope=False,
         ),
+        rope_switch=("use_mem_rope", True),  # Zamba2Model builds rotary_emb, and its attention rotates, only if true
         layer_pattern=LayerPattern("listed", cycle=_ZAMBA2_BLOCKS),
         head_rule="double_hidden",
         attribute_map=(("layer_types", "layers_block_type"), ("head_dim", "attention_head_dim")),

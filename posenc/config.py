@@ -42,7 +42,7 @@ from posenc._families import (
     LayerPattern,
     mrope_axes_of_pairs,
 )
-from posenc._rope import DEFAULT, RopeScaling, check_base_agrees, inverse_frequencies
+from posenc._rope import DEFAULT, RopeScaling, check_base_agrees, check_head_dim, inverse_frequencies
 from posenc._validation import ROTARY_LAYOUTS, RotaryLayout, check_choice, check_int, check_real, is_int, is_real
 from posenc.multiaxis import rotate_multiaxis
 from posenc.rotary import rotate
@@ -308,6 +308,7 @@ class LayerRotary:
             return
         check_int(self.rotary_dim, "rotary_dim", minimum=2, maximum=self.head_dim, even=True)
         check_int(self.rotary_offset, "rotary_offset", minimum=0, maximum=self.head_dim - self.rotary_dim)
+        check_head_dim(self.rotary_dim, self.scaling, "rotary_dim")  # LongRoPE's lists: one entry per rotated pair
         if self.scaling.partial_rotary_factor != 1.0 and self.scaling.rope_type != "proportional":
             raise ValueError(
                 "scaling.partial_rotary_factor must be 1.0 in a LayerRotary: rotary_dim says how many features "
@@ -737,8 +738,14 @@ def _read(config: object, model_type: str | None) -> RotaryPlan:
                 f"config[{switch!r}] = {reader.get(switch)!r}: {family.source} adds absolute position embeddings and "
                 f"rotates nothing unless it is {value!r}"
             )
+        if family.switch_off == "alibi":
+            raise ValueError(
+                f"config[{switch!r}] = {reader.get(switch)!r}: {family.source} adds ALiBi biases to the logits and "
+                f"rotates nothing unless it is {value!r} (posenc.alibi_bias computes such biases)"
+            )
         # Granite 4.0-H builds its rotary embedding only for position_embedding_type "rope" (its checkpoints say
-        # "nope", its class None): every attention layer then runs unrotated, whatever the rope dict says
+        # "nope", its class None), Zamba2 only for use_mem_rope true (its class's default is false): every
+        # attention layer then runs unrotated, whatever the rope dict says
         rope = None
     n_layers = _n_layers(reader, family, layer_types)
     max_positions = reader.get("max_position_embeddings")

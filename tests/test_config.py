@@ -504,6 +504,62 @@ def test_granite_4_h_rotates_only_when_position_embedding_type_is_rope(flag):
     assert {rope_oracle.find(rope_oracle.observe(built))[1].rotates} == {flag == "rope"}
 
 
+ZAMBA2 = dict(
+    model_type="zamba2",
+    hidden_size=64,
+    num_attention_heads=2,
+    num_hidden_layers=4,
+    layers_block_type=["mamba", "hybrid", "mamba", "hybrid"],
+)
+"""A tiny Zamba2: Mamba layers and hybrid ones, whose shared attention block rotates only with ``use_mem_rope``."""
+
+
+@pytest.mark.parametrize("flag", [True, False, "absent"])
+def test_zamba2_rotates_only_when_use_mem_rope_is_true(flag):
+    """Zamba2Model builds its rotary embedding, and its attention rotates, only when ``use_mem_rope`` is true; the
+    class's default is false (review F found posenc rotating it at the defaults). The tiny model and posenc's plan
+    agree, read from the dict and from the config object."""
+    raw = copy.deepcopy(ZAMBA2)
+    if flag != "absent":
+        raw["use_mem_rope"] = flag
+    plan = RotaryPlan.from_config(copy.deepcopy(raw))
+    hybrid = [layer for layer in plan.layers if layer.layer_type == "hybrid"]
+    assert len(hybrid) == 2 and {layer.rotates for layer in hybrid} == {flag is True}
+    assert plan.layers == RotaryPlan.from_config(transformers_config(raw)).layers
+    built, differences = rope_oracle.check(raw)
+    assert differences == []
+    assert {finding.rotates for finding in rope_oracle.find(rope_oracle.observe(built)).values()} == {flag is True}
+
+
+def test_falcon_with_alibi_is_refused_naming_the_key():
+    """FalconModel adds ALiBi biases when ``alibi`` is true, and its attention then rotates nothing: posenc refuses
+    such a config, naming the key, instead of planning a rotation; with ``alibi`` false both rotate every layer."""
+    from transformers import FalconConfig, FalconModel
+
+    raw = dict(model_type="falcon", hidden_size=64, num_attention_heads=2, num_hidden_layers=2, alibi=True)
+    assert FalconModel(FalconConfig.from_dict({k: v for k, v in raw.items() if k != "model_type"})).use_alibi
+    with pytest.raises(ValueError, match=r"config\['alibi'\] = True"):
+        RotaryPlan.from_config(copy.deepcopy(raw))
+    with pytest.raises(ValueError, match="alibi"):
+        RotaryPlan.from_config(transformers_config(raw))
+    plain = {**raw, "alibi": False}
+    assert {layer.rotates for layer in RotaryPlan.from_config(copy.deepcopy(plain)).layers} == {True}
+    assert rope_oracle.check(plain)[1] == []
+
+
+def test_longrope_lists_for_another_width_are_refused_when_read():
+    """Phi-3-mini-128k's published LongRoPE lists hold 48 divisors, one per pair of its 96 features; with
+    ``partial_rotary_factor`` 0.5 added, transformers refuses the config (the lists must have 24 entries). posenc
+    refuses it when it reads it, naming the lists (review F found a plan returned and a broadcast error later)."""
+    raw = corpus_file("microsoft__Phi-3-mini-128k-instruct.json")
+    assert {kind.rotary_dim for kind in RotaryPlan.from_config(copy.deepcopy(raw)).kinds} == {96}
+    halved = {**raw, "partial_rotary_factor": 0.5}
+    with pytest.raises(ValueError, match=r"short_factor.*48 pairs.*got 48 rotated features"):
+        RotaryPlan.from_config(copy.deepcopy(halved))
+    with pytest.raises(Exception, match="short_factor field must have length 24, got 48"):  # transformers' own error
+        transformers_config(halved)
+
+
 IGNORING_FAMILIES = ["llama", "mistral", "qwen2", "qwen3", "gemma", "mixtral"]
 
 
