@@ -33,8 +33,6 @@ scaling, and Llama. Each class's defaults run too, and must agree."""
 KNOWN_DEFECTS: set[tuple[str, str, str]] = {
     # layer 5: features no pair explains: 186
     ("BailingHybridConfig", "rope_parameters: yarn: mscale, mscale_all_dim", "misread"),
-    # layer 0: pair (21, 85) at position 1: angle 0.04695759, posenc 0.04859151 (wrapped difference 0.0016
-    ("BeamConfig", "rope_parameters['sliding_attention']: yarn: truncate, beta_fast, attention_factor", "misread"),
     # layer 3: features no pair explains: 127
     ("BitNetConfig", "rope_parameters: yarn: mscale, mscale_all_dim", "misread"),
     # StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture':
@@ -97,70 +95,10 @@ KNOWN_DEFECTS: set[tuple[str, str, str]] = {
     ("CsmDepthDecoderConfig", "rope_parameters: yarn: mscale, mscale_all_dim", "misread"),
     # layer 0: pair (0, 64) turns by 1 rad at 1 for posenc; the model leaves it | layer 1: pair (0, 64) tu
     ("CsmDepthDecoderConfig", "rope_parameters: yarn: truncate, beta_fast, attention_factor", "misread"),
-    # the model has no attention layer the probe saw
-    ("FalconConfig", "alibi=True", "misread"),
     # StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture':
     ("FalconH1Config", "hidden_size=1024", "served, transformers refuses"),
     # StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture':
     ("FalconH1Config", "hidden_size=256", "served, transformers refuses"),
-    # layer 0: pair (0, 64) turns by 1 rad at 1 for posenc; the model leaves it | layer 1: pair (0, 64) tu
-    ("FlintConfig", "(the class's defaults)", "misread"),
-    # layer 0: pair (0, 128) turns by 1 rad at 1 for posenc; the model leaves it | layer 1: pair (0, 128)
-    ("FlintConfig", "head_dim=256", "misread"),
-    # layer 0: pair (0, 32) turns by 1 rad at 1 for posenc; the model leaves it | layer 1: pair (0, 32) tu
-    ("FlintConfig", "head_dim=64", "misread"),
-    # layer 0: pair (0, 64) turns by 1 rad at 1 for posenc; the model leaves it | layer 1: pair (0, 64) tu
-    ("FlintConfig", "hidden_size=128", "misread"),
-    # layer 0: pair (0, 64) turns by 1 rad at 1 for posenc; the model leaves it | layer 1: pair (0, 64) tu
-    ("FlintConfig", "hidden_size=32", "misread"),
-    # layer 0: pair (0, 64) turns by 1 rad at 1 for posenc; the model leaves it | layer 1: pair (0, 64) tu
-    ("FlintConfig", "layer_types=['full_attention', 'full_attention', 'full_attention', 'full_attenti", "misread"),
-    # layer 0: pair (0, 64) turns by 1 rad at 1 for posenc; the model leaves it | layer 4: pair (0, 64) tu
-    ("FlintConfig", "layer_types=['full_attention', 'sliding_attention', 'sliding_attention', 'slidin", "misread"),
-    # layer 0: pair (0, 64) turns by 1 rad at 1 for posenc; the model leaves it | layer 1: pair (0, 64) tu
-    ("FlintConfig", "max_position_embeddings=131072", "misread"),
-    # layer 0: pair (0, 64) turns by 1 rad at 1 for posenc; the model leaves it | layer 1: pair (0, 64) tu
-    ("FlintConfig", "max_position_embeddings=524288", "misread"),
-    # layer 0: pair (0, 64) turns by 1 rad at 1 for posenc; the model leaves it | layer 1: pair (0, 64) tu
-    ("FlintConfig", "num_attention_heads=2", "misread"),
-    # layer 0: pair (0, 64) turns by 1 rad at 1 for posenc; the model leaves it | layer 1: pair (0, 64) tu
-    ("FlintConfig", "num_attention_heads=8", "misread"),
-    # layer 0: pair (0, 64) turns by 1 rad at 1 for posenc; the model leaves it | layer 1: pair (0, 64) tu
-    ("FlintConfig", "num_hidden_layers=5", "misread"),
-    # layer 0: pair (0, 64) turns by 1 rad at 1 for posenc; the model leaves it | layer 1: pair (0, 64) tu
-    ("FlintConfig", "num_hidden_layers=7", "misread"),
-    # layer 0: pair (0, 64) turns by 1 rad at 1 for posenc; the model leaves it | layer 1: pair (0, 64) tu
-    ("FlintConfig", "num_key_value_heads=1", "misread"),
-    # layer 0: pair (0, 64) turns by 1 rad at 1 for posenc; the model leaves it | layer 1: pair (0, 64) tu
-    ("FlintConfig", "num_key_value_heads=4", "misread"),
-    # layer 0: pair (0, 64) turns by 1 rad at 1 for posenc; the model leaves it | layer 1: pair (0, 64) tu
-    ("FlintConfig", "rope_parameters: partial_rotary_factor", "misread"),
-    # layer 0: pair (0, 64) turns by 1 rad at 1 for posenc; the model leaves it | layer 1: pair (0, 64) tu
-    ("FlintConfig", "rope_parameters: rope_theta", "misread"),
-    # layer 0: pair (0, 64) turns by 0.5 rad at 1 for posenc; the model leaves it | layer 1: pair (0, 64)
-    ("FlintConfig", "rope_parameters: rope_type=linear", "misread"),
-    # layer 0: pair (0, 64) turns by 1 rad at 1 for posenc; the model leaves it | layer 1: pair (0, 64) tu
-    ("FlintConfig", "rope_parameters: rope_type=llama3", "misread"),
-    # layer 0: pair (0, 64) turns by 1 rad at 1 for posenc; the model leaves it | layer 1: pair (0, 64) tu
-    ("FlintConfig", "rope_parameters: rope_type=longrope", "misread"),
-    # layer 0: pair (0, 64) turns by 1 rad at 1 for posenc; the model leaves it | layer 1: pair (0, 64) tu
-    ("FlintConfig", "rope_parameters: rope_type=yarn", "misread"),
-    # layer 0: pair (0, 64) turns by 1 rad at 1 for posenc; the model leaves it | layer 1: pair (0, 64) tu
-    ("FlintConfig", "rope_parameters: yarn: mscale, mscale_all_dim", "misread"),
-    # layer 0: pair (0, 64) turns by 1 rad at 1 for posenc; the model leaves it | layer 1: pair (0, 64) tu
-    ("FlintConfig", "rope_parameters: yarn: truncate, beta_fast, attention_factor", "misread"),
-    # layer 0: pair (0, 64) turns by 1 rad at 1 for posenc; the model leaves it | layer 1: pair (0, 64) tu
-    ("FlintConfig", "sliding_window=1026", "misread"),
-    # layer 0: pair (0, 64) turns by 1 rad at 1 for posenc; the model leaves it | layer 1: pair (0, 64) tu
-    ("FlintConfig", "sliding_window=256", "misread"),
-    # layer 5: pair (54, 182) at position 1: angle 0.002860994, posenc 0.002909552 (wrapped difference 4.8
-    ("Gemma3TextConfig", "rope_parameters['full_attention']: yarn: truncate, beta_fast, attention_factor", "misread"),
-    # layer 0: pair (81, 209) at position 1: angle 0.002886146, posenc 0.002909552 (wrapped difference 2.3
-    (
-        "Gemma3TextConfig",
-        "rope_parameters['sliding_attention']: yarn: truncate, beta_fast, attention_factor",
-        "misread",
-    ),
     # layer 1: features no pair explains: 127
     ("HiggsAudioV2Config", "num_attention_heads=2", "misread"),
     # layer 2: features no pair explains: 126
@@ -223,10 +161,6 @@ KNOWN_DEFECTS: set[tuple[str, str, str]] = {
     ("HrmTextConfig", "rope_parameters: yarn: mscale, mscale_all_dim", "misread"),
     # layer 6: the model has it, posenc's plan has 6 layers | layer 7: the model has it, posenc's plan has
     ("HrmTextConfig", "rope_parameters: yarn: truncate, beta_fast, attention_factor", "misread"),
-    # layer 0: pair (15, 47) at position 1: angle 0.001902781, posenc 0.00192107 (wrapped difference 1.83e
-    ("LagunaConfig", "rope_parameters['full_attention']: yarn: truncate, beta_fast, attention_factor", "misread"),
-    # layer 4: pair (41, 105) at position 31999: angle 2.659282, posenc 84.37104 (wrapped difference 0.030
-    ("Lfm3Config", "rope_parameters['sliding_attention']: yarn: truncate, beta_fast, attention_factor", "misread"),
     # layer 0: pairs features (128, 160); posenc does not | layer 0: pairs features (129, 161); posenc doe
     ("LongcatFlashConfig", "(the class's defaults)", "misread"),
     # layer 0: pairs features (128, 160); posenc does not | layer 0: pairs features (129, 161); posenc doe
@@ -261,74 +195,34 @@ KNOWN_DEFECTS: set[tuple[str, str, str]] = {
     ("LongcatFlashConfig", "rope_parameters: yarn: mscale, mscale_all_dim", "misread"),
     # layer 0: pairs features (128, 160); posenc does not | layer 0: pairs features (129, 161); posenc doe
     ("LongcatFlashConfig", "rope_parameters: yarn: truncate, beta_fast, attention_factor", "misread"),
-    # layer 0: pair (29, 93) at position 1: angle 0.002475961, posenc 0.002503347 (wrapped difference 2.74
-    ("MellumConfig", "rope_parameters['full_attention']: yarn: truncate, beta_fast, attention_factor", "misread"),
-    # layer 0: pair (14, 46) at position 1: angle 0.0008795671, posenc 0.0008676639 (wrapped difference 1.
-    ("MiMoV2FlashConfig", "rope_parameters['full_attention']: yarn: truncate, beta_fast, attention_factor", "misread"),
-    # layer 1: pair (21, 53) at position 1: angle 0.002193505, posenc 0.002206167 (wrapped difference 1.27
-    (
-        "MiMoV2FlashConfig",
-        "rope_parameters['sliding_attention']: yarn: truncate, beta_fast, attention_factor",
-        "misread",
-    ),
-    # StrictDataclassClassValidationError: Class validation error for validator 'validate_rope':     TypeE
+    # StrictDataclassClassValidationError: Class validation error for validator 'validate_rope':
     ("MiniMaxConfig", "rope_parameters: rope_type=longrope", "served, transformers refuses"),
     # ValueError: config['qk_rope_head_dim'] = 64 but the rotary width transformers computes, int(head_dim
     ("Mistral4Config", "qk_nope_head_dim=128", "refused, key not named"),
     # ValueError: config['qk_rope_head_dim'] = 64 but the rotary width transformers computes, int(head_dim
     ("Mistral4Config", "qk_nope_head_dim=32", "refused, key not named"),
-    # StrictDataclassClassValidationError: Class validation error for validator 'validate_rope':     TypeE
+    # StrictDataclassClassValidationError: Class validation error for validator 'validate_rope':
     ("MixtralConfig", "rope_parameters: rope_type=longrope", "served, transformers refuses"),
-    # layer 0: pair (9, 41) at position 1: angle 0.03115942, posenc 0.03107132 (wrapped difference 8.81e-0
-    ("ModernBertConfig", "rope_parameters['full_attention']: yarn: truncate, beta_fast, attention_factor", "misread"),
-    # layer 1: pair (11, 43) at position 1: angle 0.03929444, posenc 0.04043689 (wrapped difference 0.0011
-    (
-        "ModernBertConfig",
-        "rope_parameters['sliding_attention']: yarn: truncate, beta_fast, attention_factor",
-        "misread",
-    ),
-    # layer 0: pair (9, 41) at position 1: angle 0.03115943, posenc 0.03107132 (wrapped difference 8.81e-0
-    (
-        "ModernBertDecoderConfig",
-        "rope_parameters['full_attention']: yarn: truncate, beta_fast, attention_factor",
-        "misread",
-    ),
-    # layer 1: pair (11, 43) at position 1: angle 0.03929445, posenc 0.04043689 (wrapped difference 0.0011
-    (
-        "ModernBertDecoderConfig",
-        "rope_parameters['sliding_attention']: yarn: truncate, beta_fast, attention_factor",
-        "misread",
-    ),
-    # layer 3: pair (8, 72) at position 1: angle 0.1842266, posenc 0.1932704 (wrapped difference 0.00904 >
-    ("Olmo3Config", "rope_parameters['full_attention']: yarn: truncate, beta_fast, attention_factor", "misread"),
-    # layer 0: pair (8, 72) at position 1: angle 0.1842266, posenc 0.1932704 (wrapped difference 0.00904 >
-    ("Olmo3Config", "rope_parameters['sliding_attention']: yarn: truncate, beta_fast, attention_factor", "misread"),
     # StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture':
     (
         "OlmoHybridConfig",
         "layer_types=['linear_attention', 'linear_attention', 'linear_attention', 'linear",
         "served, transformers refuses",
     ),
-    # StrictDataclassClassValidationError: Class validation error for validator 'validate_rope':     Value
+    # StrictDataclassClassValidationError: Class validation error for validator 'validate_rope':
     ("Phi3Config", "rope_parameters: rope_type=linear", "served, transformers refuses"),
-    # StrictDataclassClassValidationError: Class validation error for validator 'validate_rope':     TypeE
+    # StrictDataclassClassValidationError: Class validation error for validator 'validate_rope':
     ("PhimoeConfig", "rope_parameters: rope_type=linear", "served, transformers refuses"),
-    # StrictDataclassClassValidationError: Class validation error for validator 'validate_rope':     TypeE
+    # StrictDataclassClassValidationError: Class validation error for validator 'validate_rope':
     ("PhimoeConfig", "rope_parameters: rope_type=llama3", "served, transformers refuses"),
-    # StrictDataclassClassValidationError: Class validation error for validator 'validate_rope':     TypeE
+    # StrictDataclassClassValidationError: Class validation error for validator 'validate_rope':
     ("PhimoeConfig", "rope_parameters: rope_type=longrope", "served, transformers refuses"),
-    # StrictDataclassClassValidationError: Class validation error for validator 'validate_rope':     TypeE
+    # StrictDataclassClassValidationError: Class validation error for validator 'validate_rope':
     ("PhimoeConfig", "rope_parameters: rope_type=yarn", "served, transformers refuses"),
-    # StrictDataclassClassValidationError: Class validation error for validator 'validate_rope':     TypeE
+    # StrictDataclassClassValidationError: Class validation error for validator 'validate_rope':
     ("PhimoeConfig", "rope_parameters: yarn: mscale, mscale_all_dim", "served, transformers refuses"),
-    # StrictDataclassClassValidationError: Class validation error for validator 'validate_rope':     TypeE
+    # StrictDataclassClassValidationError: Class validation error for validator 'validate_rope':
     ("PhimoeConfig", "rope_parameters: yarn: truncate, beta_fast, attention_factor", "served, transformers refuses"),
-    # layer 0: pair (41, 105) at position 31999: angle 2.659282, posenc 84.37104 (wrapped difference 0.030
-    ("Step3p7TextConfig", "rope_parameters['full_attention']: yarn: truncate, beta_fast, attention_factor", "misread"),
-    # layer 2: pair (21, 85) at position 1: angle 0.006983133, posenc 0.006951847 (wrapped difference 3.13
-    ("UltrabertConfig", "rope_parameters['full_attention']: yarn: truncate, beta_fast, attention_factor", "misread"),
-    # layer 0: pair (31, 95) at position 1: angle 0.01111479, posenc 0.01135786 (wrapped difference 0.0002
-    ("UltrabertConfig", "rope_parameters['sliding_attention']: yarn: truncate, beta_fast, attention_factor", "misread"),
     # layer 0: head of 16 features, posenc says 128 | layer 1: head of 16 features, posenc says 128 | laye
     ("UnlimitedOcrTextConfig", "(the class's defaults)", "misread"),
     # layer 0: head of 16 features, posenc says 256 | layer 1: head of 16 features, posenc says 256 | laye
@@ -417,8 +311,6 @@ KNOWN_DEFECTS: set[tuple[str, str, str]] = {
     ("ZayaConfig", "rope_parameters['hybrid']: rope_type=yarn", "misread"),
     # layer 0: its queries or keys are zero at position 0: the probe sees nothing of its rotation | layer
     ("ZayaConfig", "rope_parameters['hybrid']: yarn: mscale, mscale_all_dim", "misread"),
-    # layer 0: its queries or keys are zero at position 0: the probe sees nothing of its rotation | layer
-    ("ZayaConfig", "rope_parameters['hybrid']: yarn: truncate, beta_fast, attention_factor", "misread"),
     # layer 0: its queries or keys are zero at position 0: the probe sees nothing of its rotation | layer
     ("ZayaConfig", "rope_parameters['hybrid_sliding']: rope_theta", "misread"),
     # layer 0: its queries or keys are zero at position 0: the probe sees nothing of its rotation | layer
