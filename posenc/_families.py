@@ -234,6 +234,8 @@ class Family:
     switch_off: Literal["nope", "absolute", "alibi"] = "nope"  # what it does otherwise (ESM: absolute embeddings)
     fixed_theta: float | None = None  # rope_form "fixed": the base the modeling code fixes
     partial_ignored: bool = False  # the default frequencies never read partial_rotary_factor (PARTIAL_IGNORED)
+    rope_type_aliases: tuple[tuple[str, str], ...] = ()  # Phi-3: legacy types the config class renames
+    rope_types: tuple[str, ...] = ()  # Phi-3: the only rope types the config class accepts (empty: any)
 
     @property
     def source(self) -> str:
@@ -344,6 +346,9 @@ _GPT_NAMES = (
 _VISION = dict(layer_count_keys=("depth", "num_hidden_layers"))
 _VISION_MAP = dict(_VISION, attribute_map=(("num_attention_heads", "num_heads"), ("num_hidden_layers", "depth")))
 _MROPE = ("mrope_section", "mrope_interleaved", "max_position_embeddings")
+_PHI3_ROPE_TYPES = dict(rope_type_aliases=(("su", "longrope"), ("yarn", "longrope")), rope_types=("default", "longrope"))
+"""Phi-3's convert_rope_params_to_dict renames the legacy types "su" and "yarn" to "longrope", and its validate_rope
+refuses every type but "default" and "longrope"."""
 _MLA = dict(rotary="mla", layout="interleaved", interleave_key="rope_interleave", softmax_mscale=True)
 _MLA_INTERLEAVED = dict(rotary="mla", layout="interleaved", softmax_mscale=True)
 _MLA_HALVES = dict(rotary="mla", softmax_mscale=True)
@@ -2605,6 +2610,7 @@ FAMILIES: dict[str, Family] = {
             num_hidden_layers=32,
             rope_theta=10000.0,
         ),
+        **_PHI3_ROPE_TYPES,
     ),
     "phi4_multimodal": _f(
         "phi4_multimodal",
@@ -2616,6 +2622,7 @@ FAMILIES: dict[str, Family] = {
             num_hidden_layers=32,
             rope_theta=10000.0,
         ),
+        **_PHI3_ROPE_TYPES,
     ),
     "phimoe": _f(
         "phimoe",

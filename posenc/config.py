@@ -1219,6 +1219,25 @@ def _read_layer(
         alpha = check_real(family_values["alpha"], f"{where}['alpha']", above=0.0)
         base = base * alpha ** (config_head_dim / (config_head_dim - 2))
         parameters = {"rope_type": "default", "rope_theta": base}
+    given_type = parameters.get("rope_type", parameters.get("type", "default"))
+    if given_type in dict(family.rope_type_aliases):
+        # Phi-3's convert_rope_params_to_dict: the legacy "su" and "yarn" are LongRoPE (a YaRN reading would be
+        # a rotation transformers never computes). It renames them after standardize_rope_params, which moves a
+        # top-level original_max_position_embeddings into the dict for "yarn" but not for "su": transformers 5.23
+        # then fails on such an "su" dict (KeyError: original_max_position_embeddings)
+        if given_type == "su" and "original_max_position_embeddings" not in parameters:
+            raise ValueError(
+                f"{where}['rope_type'] = 'su' without {where}['original_max_position_embeddings']: "
+                f"{family.defaults.config_class} reads 'su' as 'longrope' but does not take the top-level "
+                "original_max_position_embeddings for it, so transformers refuses this config; write 'longrope'"
+            )
+        parameters = {key: value for key, value in parameters.items() if key not in ("rope_type", "type")}
+        parameters["rope_type"] = dict(family.rope_type_aliases)[given_type]
+    if family.rope_types and parameters.get("rope_type", parameters.get("type", "default")) not in family.rope_types:
+        raise ValueError(
+            f"{where}['rope_type'] = {given_type!r}: {family.defaults.config_class} accepts only "
+            f"{list(family.rope_types)}, so transformers refuses this config"
+        )
     scaling = RopeScaling.from_dict(
         parameters,
         max_position_embeddings=max_positions,

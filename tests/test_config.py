@@ -560,6 +560,38 @@ def test_longrope_lists_for_another_width_are_refused_when_read():
         transformers_config(halved)
 
 
+@pytest.mark.parametrize("rope_type", ["su", "su (its length in the dict)", "yarn", "linear", "dynamic"])
+def test_phi3_reads_legacy_rope_types_as_transformers_does(rope_type):
+    """Phi3Config renames the legacy types "su" and "yarn" to "longrope" and refuses any type but "default" and
+    "longrope" (review F, F4: posenc read a YaRN or linear plan that transformers never computes). On
+    Phi-3-mini-128k's published file with its type changed: the renamed ones give the file's own plan, read from
+    the dict and from transformers' object alike; the others are refused by both, posenc naming the key. "su"
+    with the file's top-level original_max_position_embeddings fails in transformers 5.23 (the rename comes after
+    the step that moves that key into the dict for "yarn"), and posenc refuses it too."""
+    raw = corpus_file("microsoft__Phi-3-mini-128k-instruct.json")
+    published = RotaryPlan.from_config(copy.deepcopy(raw))
+    scaling = raw["rope_scaling"]
+    scaling.pop("type", None)
+    scaling["rope_type"] = rope_type.split()[0]
+    if rope_type.startswith("su ("):
+        scaling["original_max_position_embeddings"] = raw["original_max_position_embeddings"]
+    if rope_type == "su":
+        with pytest.raises(ValueError, match=r"'su' without .*original_max_position_embeddings"):
+            RotaryPlan.from_config(copy.deepcopy(raw))
+        with pytest.raises(KeyError, match="original_max_position_embeddings"):  # transformers' own error
+            transformers_config(raw)
+    elif rope_type.startswith(("su", "yarn")):
+        plan = RotaryPlan.from_config(copy.deepcopy(raw))
+        assert plan.layers == published.layers
+        assert plan.layers == RotaryPlan.from_config(transformers_config(raw)).layers
+    else:
+        scaling["factor"] = 4.0
+        with pytest.raises(ValueError, match=rf"\['rope_type'\] = '{rope_type}': Phi3Config accepts only"):
+            RotaryPlan.from_config(copy.deepcopy(raw))
+        with pytest.raises(Exception, match="type field must be one of"):  # transformers' own error
+            transformers_config(raw)
+
+
 IGNORING_FAMILIES = ["llama", "mistral", "qwen2", "qwen3", "gemma", "mixtral"]
 
 
