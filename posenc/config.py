@@ -1259,10 +1259,12 @@ def _read_layer(
     if family.rotary == "mla":
         nope_dim, rope_dim = _mla_dims(layer)[1:]
         if rotary_dim != rope_dim:
+            summed = config_head_dim == nope_dim + rope_dim  # (Mistral 4's head_dim: the two widths' sum)
             raise ValueError(
                 f"config['qk_rope_head_dim'] = {rope_dim} but the rotary width transformers computes, "
                 f"int(head_dim * partial_rotary_factor) = int({config_head_dim} * {scaling.partial_rotary_factor}), "
                 f"is {rotary_dim}"
+                + (f" (head_dim = qk_nope_head_dim + qk_rope_head_dim = {nope_dim} + {rope_dim})" if summed else "")
             )
         head_dim, offset = nope_dim + rope_dim, nope_dim
     elif family.rotary == "last":

@@ -25,10 +25,12 @@ SAMPLE = {
     "GraniteMoeHybridConfig": {"position_embedding_type='rope'": "agree"},
     "MiniMaxM2Config": {"head_dim=256": "agree", "rope_parameters: partial_rotary_factor": "agree"},
     "Gemma3TextConfig": {"rope_parameters['sliding_attention']: rope_type=linear": "agree"},
+    "Mistral4Config": {"qk_nope_head_dim=128": "refused, key named"},
 }
 """The cases the fast sample runs, by class and label (``change``), with the verdict the sweep gave each: the issue's
 misreadings (Granite 4.0-H's NoPE switch, MiniMax-M2's partial rotary beside a head size), a layer type's own
-scaling, and Llama. Each class's defaults run too, and must agree."""
+scaling, Llama, and a refusal that once did not name the key changed (Mistral 4's head_dim is the sum of its
+nope and rope widths). Each class's defaults run too, and must agree."""
 
 KNOWN_DEFECTS: set[tuple[str, str, str]] = {
     # layer 5: features no pair explains: 186
