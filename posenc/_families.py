@@ -346,7 +346,10 @@ _GPT_NAMES = (
 _VISION = dict(layer_count_keys=("depth", "num_hidden_layers"))
 _VISION_MAP = dict(_VISION, attribute_map=(("num_attention_heads", "num_heads"), ("num_hidden_layers", "depth")))
 _MROPE = ("mrope_section", "mrope_interleaved", "max_position_embeddings")
-_PHI3_ROPE_TYPES = dict(rope_type_aliases=(("su", "longrope"), ("yarn", "longrope")), rope_types=("default", "longrope"))
+_PHI3_ROPE_TYPES = dict(
+    rope_type_aliases=(("su", "longrope"), ("yarn", "longrope")),
+    rope_types=("default", "longrope"),
+)
 """Phi-3's convert_rope_params_to_dict renames the legacy types "su" and "yarn" to "longrope", and its validate_rope
 refuses every type but "default" and "longrope"."""
 _MLA = dict(rotary="mla", layout="interleaved", interleave_key="rope_interleave", softmax_mscale=True)
