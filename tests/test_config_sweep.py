@@ -199,10 +199,6 @@ KNOWN_DEFECTS: set[tuple[str, str, str]] = {
     ("LongcatFlashConfig", "rope_parameters: yarn: truncate, beta_fast, attention_factor", "misread"),
     # StrictDataclassClassValidationError: Class validation error for validator 'validate_rope':
     ("MiniMaxConfig", "rope_parameters: rope_type=longrope", "served, transformers refuses"),
-    # ValueError: config['qk_rope_head_dim'] = 64 but the rotary width transformers computes, int(head_dim
-    ("Mistral4Config", "qk_nope_head_dim=128", "refused, key not named"),
-    # ValueError: config['qk_rope_head_dim'] = 64 but the rotary width transformers computes, int(head_dim
-    ("Mistral4Config", "qk_nope_head_dim=32", "refused, key not named"),
     # StrictDataclassClassValidationError: Class validation error for validator 'validate_rope':
     ("MixtralConfig", "rope_parameters: rope_type=longrope", "served, transformers refuses"),
     # StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture':
@@ -211,8 +207,6 @@ KNOWN_DEFECTS: set[tuple[str, str, str]] = {
         "layer_types=['linear_attention', 'linear_attention', 'linear_attention', 'linear",
         "served, transformers refuses",
     ),
-    # StrictDataclassClassValidationError: Class validation error for validator 'validate_rope':
-    ("Phi3Config", "rope_parameters: rope_type=linear", "served, transformers refuses"),
     # StrictDataclassClassValidationError: Class validation error for validator 'validate_rope':
     ("PhimoeConfig", "rope_parameters: rope_type=linear", "served, transformers refuses"),
     # StrictDataclassClassValidationError: Class validation error for validator 'validate_rope':
