@@ -3250,6 +3250,7 @@ FAMILIES: dict[str, Family] = {
             rope_theta=10000.0,
         ),
         layer_pattern=LayerPattern("windowed", other="reference_sliding_attention"),
+        head_rule="derived",  # __post_init__ sets head_dim = hidden_size // num_attention_heads, whatever is given
     ),
     "vaultgemma": _f(
         "vaultgemma",

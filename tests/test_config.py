@@ -592,6 +592,18 @@ def test_phi3_reads_legacy_rope_types_as_transformers_does(rope_type):
             transformers_config(raw)
 
 
+def test_unlimited_ocr_derives_its_head_size_whatever_head_dim_says():
+    """UnlimitedOcrTextConfig's __post_init__ sets head_dim = hidden_size // num_attention_heads, overwriting a
+    head_dim the config gives (make check-configs found posenc reading the given one: "head of 16 features, posenc
+    says 128"). A config.json with another head_dim: posenc's plan is the one transformers' object gives."""
+    raw = dict(model_type="unlimited_ocr_text", hidden_size=256, num_attention_heads=4, num_hidden_layers=2)
+    given = {**raw, "head_dim": 128}
+    assert transformers_config(given).head_dim == 64
+    plan = RotaryPlan.from_config(copy.deepcopy(given))
+    assert {kind.head_dim for kind in plan.kinds} == {64}
+    assert plan.layers == RotaryPlan.from_config(transformers_config(given)).layers
+
+
 IGNORING_FAMILIES = ["llama", "mistral", "qwen2", "qwen3", "gemma", "mixtral"]
 
 
