@@ -489,7 +489,9 @@ class _SeenCache:
 
 
 def _attention_modules(model: Any) -> list[Any]:
-    return [module for module in model.modules() if type(module).__name__.endswith("Attention")]
+    """The model's attention modules, by class name: ``...Attention``, and LongCat-Flash's ``LongcatFlashMLA``
+    (without it, no rotation was recorded for LongCat's layers and its de-interleaved output read as halves)."""
+    return [module for module in model.modules() if type(module).__name__.endswith(("Attention", "MLA"))]
 
 
 def positions_of(config: Any) -> tuple[int, ...]:
