@@ -66,11 +66,12 @@ vision tower), which posenc's halves layout reads after swapping the middle quar
 
 QueryRule = Literal["llama4_temperature", "llama4_beta", "scalable_softmax", "learned_log"]
 
-DerivedAttributes = Literal["bamba", "falcon_h1", "recurrent_gemma", "all_sliding", "longcat"]
+DerivedAttributes = Literal["bamba", "falcon_h1", "recurrent_gemma", "all_sliding", "longcat", "hrm"]
 """Attributes a config class computes (properties not written to config.json), derived the same way from a dict:
 ``layers_block_type`` from ``attn_layer_indices`` (Bamba), ``"hybrid"`` everywhere (Falcon-H1), ``block_types``
 cycled (RecurrentGemma), ``"sliding_attention"`` everywhere (Qwen3-Omni's Code2Wav), ``num_hidden_layers = 2 *
-num_layers`` (LongCat-Flash: two attentions per layer)."""
+num_layers`` (LongCat-Flash: two attentions per layer), ``num_hidden_layers = num_layers_per_stack * H_cycles *
+(L_cycles + 1)`` when a file gives no ``num_layers_per_stack`` (HRM: one cache layer per attention call)."""
 
 NO_ATTENTION_TYPES = ("linear_attention", "conv", "mamba")
 """Layer types without softmax attention (recurrent or convolutional layers): they never rotate."""
@@ -1622,7 +1623,10 @@ FAMILIES: dict[str, Family] = {
             max_position_embeddings=2048,
             num_hidden_layers=16,
             rope_theta=10000.0,
+            H_cycles=2,
+            L_cycles=3,
         ),
+        derived="hrm",
     ),
     "hunyuan_v1_dense": _f(
         "hunyuan_v1_dense",

@@ -1066,6 +1066,13 @@ def _layer_count(reader: _Config, family: Family) -> int | None:
     if reader.is_dict and family.derived == "longcat" and reader.get("num_layers") is not None:
         # LongCat-Flash's num_hidden_layers is a property, 2 * num_layers: two attentions per layer
         return 2 * check_int(reader.get("num_layers"), "config['num_layers']", minimum=1)
+    if reader.is_dict and family.derived == "hrm" and reader.get("num_layers_per_stack") is None:
+        # HRM's __post_init__: a file without num_layers_per_stack gives the count of one stack as
+        # num_hidden_layers, which becomes num_layers_per_stack * H_cycles * (L_cycles + 1), a cache layer per call
+        per_stack = check_int(reader.get("num_hidden_layers"), "config['num_hidden_layers']", minimum=1)
+        h_cycles = check_int(reader.get("H_cycles"), "config['H_cycles']", minimum=1)
+        l_cycles = check_int(reader.get("L_cycles"), "config['L_cycles']", minimum=0)
+        return per_stack * h_cycles * (l_cycles + 1)
     for key in family.layer_count_keys:
         value = reader.get(key)
         if value is not None:

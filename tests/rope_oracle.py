@@ -210,6 +210,9 @@ def shrink(
     n_layers = value_of("num_hidden_layers")
     if max_layers is not None and isinstance(n_layers, int) and n_layers > max_layers:
         out[name("num_hidden_layers")] = max_layers
+        # HRM saves (num_hidden_layers, num_layers_per_stack) as (cycles x stack, stack): without the second the
+        # capped count is read as one stack's, as from a legacy file (kept, it would contradict the first)
+        out.pop("num_layers_per_stack", None)
         for key, value in list(out.items()):
             if isinstance(value, list) and len(value) == n_layers:
                 out[key] = value[:max_layers]

@@ -604,6 +604,26 @@ def test_unlimited_ocr_derives_its_head_size_whatever_head_dim_says():
     assert plan.layers == RotaryPlan.from_config(transformers_config(given)).layers
 
 
+@pytest.mark.parametrize(
+    "given",
+    [
+        dict(num_hidden_layers=6),
+        dict(num_hidden_layers=6, H_cycles=1, L_cycles=2),
+        dict(num_hidden_layers=48, num_layers_per_stack=6),
+    ],
+    ids=["legacy", "legacy-cycles", "round-tripped"],
+)
+def test_hrm_has_a_layer_per_attention_call(given):
+    """HRM runs each stack's layers in cycles, with a cache layer per call: a config.json without
+    ``num_layers_per_stack`` (a legacy file) gives one stack's count as ``num_hidden_layers``, which HrmTextConfig
+    turns into ``num_layers_per_stack * H_cycles * (L_cycles + 1)``; a saved config gives both. posenc's plan has as
+    many layers as transformers' object says, read from the dict or from the object."""
+    raw = {"model_type": "hrm_text", **given}
+    theirs = transformers_config(raw)
+    plan = RotaryPlan.from_config(copy.deepcopy(raw))
+    assert len(plan.layers) == theirs.num_hidden_layers == len(RotaryPlan.from_config(theirs).layers)
+
+
 IGNORING_FAMILIES = ["llama", "mistral", "qwen2", "qwen3", "gemma", "mixtral"]
 
 
