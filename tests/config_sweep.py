@@ -340,6 +340,9 @@ def judge(values: dict[str, Any], model_type: str, key: str) -> tuple[str, str]:
     differences = rope_oracle.compare(
         plan, findings, observation, plain_scales=rope_oracle.plain_scales(built.config, plan)
     )
+    if differences and all(text.endswith("the probe sees nothing of its rotation") for text in differences):
+        # (Zaya's queries or keys are zero at position 0: a blind spot of the probe, not a reading)
+        return "probe blind", " | ".join(differences[:2])[:500]
     if differences:
         return "misread", " | ".join(differences[:3])[:500]
     return "agree", f"{sum(found.rotates for found in findings.values())} of {len(findings)} layers rotate"
