@@ -23,19 +23,20 @@
 
   const addBreaks = (link) => {
     const walker = document.createTreeWalker(link, NodeFilter.SHOW_TEXT);
-    const nodes = [];
+    const nodes = [];  // [text node, whether it is inside code]
     for (let node = walker.nextNode(); node; node = walker.nextNode()) {
       const inName = node.parentElement !== null && node.parentElement.closest("code, .pre") !== null;
-      if (/[._/][^\s._/]/.test(node.textContent) || (inName && /[a-z][A-Z]/.test(node.textContent))) nodes.push(node);
+      if (/[._/][^\s._/]/.test(node.textContent) || (inName && /[a-z][A-Z]/.test(node.textContent))) {
+        nodes.push([node, inName]);
+      }
     }
-    for (const node of nodes) {
+    for (const [node, inName] of nodes) {
       // split keeps each dot, underscore or slash as a part of its own: end a piece with it, then a <wbr>; a
       // zero-width space marks where a CamelCase word ends (MultiAxis|Rotary|Embedding): a <wbr> there too
       const fragment = document.createDocumentFragment();
       let piece = "";
       // CamelCase only inside code: a name's words (RotaryEmbedding), never a word of prose ("(CoPE)" broke
       // as "(Co" / "PE)" in the contents of the API's position-from-content page)
-      const inName = node.parentElement !== null && node.parentElement.closest("code, .pre") !== null;
       const text = inName ? node.textContent.replace(CAMEL, "$1\u200b$2") : node.textContent;
       for (const part of text.split(/(\u200b)|([._/])(?=[^\s._/])/)) {
         if (part === undefined || part === "") continue;
