@@ -17,9 +17,10 @@ import numpy as np
 import pytest
 
 import posenc
+import posenc_book.engines.run as engines_run
 from posenc_book.engines import Case, Engine, LayerAnswer, measure, pair_angle_errors, positions_of, with_rope_keys
 from posenc_book.engines.cases import CASES, transformers_config
-from posenc_book.engines.run import RESULTS, SEPARATE, read_results
+from posenc_book.engines.run import ADAPTERS, RESULTS, SEPARATE, read_results
 
 GPT_OSS = next(case for case in CASES if case.name == "GPT-OSS 20B")
 SMOLLM3 = next(case for case in CASES if case.name == "SmolLM3 3B")
@@ -123,6 +124,21 @@ def test_the_committed_results_are_current_and_refused_when_stale_or_mismatched(
         tampered.write_text(json.dumps({**json.loads(RESULTS.read_text()), **change}))
         with pytest.raises(ValueError, match=message):
             read_results(tampered)
+
+
+@pytest.mark.parametrize("adapter", ADAPTERS, ids=lambda path: path.name)
+def test_a_changed_adapter_makes_the_committed_results_stale(adapter, tmp_path, monkeypatch):
+    """Review B's M3: an engine's adapter (how vLLM or GenAI builds its rope) is measuring code; a one-line change in
+    it must refuse the file written with the old one (a copy with no change is still accepted)."""
+    copy = tmp_path / adapter.name
+    copy.write_text(adapter.read_text())
+    monkeypatch.setattr(engines_run, "ADAPTERS", tuple(copy if path == adapter else path for path in ADAPTERS))
+    read_results()
+    lines = adapter.read_text().splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if line.strip() and not line.lstrip().startswith(("#", '"""')))
+    copy.write_text("".join([*lines[:at], "# one changed line\n", *lines[at:]]))
+    with pytest.raises(ValueError, match="stale"):
+        read_results()
 
 
 def test_posenc_reads_the_cases():

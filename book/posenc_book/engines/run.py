@@ -29,6 +29,7 @@ from posenc_book.engines import Case, Cell, Engine, measure, pair_angle_errors, 
 from posenc_book.engines.cases import CASES, as_saved
 
 __all__ = [
+    "ADAPTERS",
     "LIVE",
     "REQUIREMENTS",
     "RESULTS",
@@ -51,6 +52,13 @@ REQUIREMENTS = ROOT / "requirements-engines.txt"
 """The separate engines' pins."""
 
 Builder = Callable[[Case], Engine]
+
+ADAPTERS: tuple[pathlib.Path, ...] = (
+    pathlib.Path(__file__).with_name("vllm.py"),
+    pathlib.Path(__file__).with_name("ort.py"),
+)
+"""The separate engines' adapters (how each builds its rope from a case): their text is part of :func:`digest`,
+read from the files so that the digest needs neither engine installed."""
 
 
 def live_builders() -> dict[str, Builder]:
@@ -198,12 +206,15 @@ def records_to_csv(records: Sequence[dict[str, Any]]) -> str:
 
 def digest() -> str:
     """A hash of what a result depends on here: every case's config (both spellings), posenc's reading of it (the
-    plan's ``repr``) and the measuring code."""
+    plan's ``repr``) and the measuring code: the measurement, :func:`run_cells`, :func:`truncate_answer` and the
+    separate engines' adapters (:data:`ADAPTERS`, whole files)."""
     parts = [json.dumps([case.name, dict(case.config)], sort_keys=True) for case in CASES]
     parts += [repr(case.plan()) for case in CASES]
     parts += [json.dumps([case.name, dict(as_saved(case).config)], sort_keys=True) for case in CASES]
     for function in (core.measure, core.angle_tolerance, core.positions_of, core.probe, core.pair_frequencies):
         parts.append(inspect.getsource(function))
+    parts += [inspect.getsource(run_cells), inspect.getsource(truncate_answer)]
+    parts += [adapter.read_text() for adapter in ADAPTERS]
     parts.append(posenc.__version__ if hasattr(posenc, "__version__") else "")
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
