@@ -717,6 +717,9 @@ BAD_CALLS = {
         "rotary",
     ),
     "conformance cases in an unknown dtype": Bad(lambda: rotary_cases(dtypes=("float8",)), ValueError, "dtypes"),
+    "conformance cases with a dtype named twice": Bad(
+        lambda: rotary_cases(dtypes=("float32", "float32")), ValueError, "dtypes"
+    ),
     "conformance positions of an empty context": Bad(lambda: rotary_positions(0), ValueError, "trained_length"),
     "mrope axes check of None": Bad(lambda: assert_mrope_axes_match(None, [2, 1, 1]), TypeError, "rotate_fn"),
     "mrope axes check sections of the wrong sum": Bad(

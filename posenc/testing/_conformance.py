@@ -872,7 +872,8 @@ def rotary_cases(*, dtypes: Sequence[DtypeName] = ("float32",), beyond: bool | N
     Raises
     ------
     TypeError, ValueError
-        If ``dtypes`` is not a non-empty sequence of known dtype names, or ``beyond`` not None or a bool.
+        If ``dtypes`` is not a non-empty sequence of distinct, known dtype names, or ``beyond`` not None or a
+        bool.
 
     Notes
     -----
@@ -886,6 +887,8 @@ def rotary_cases(*, dtypes: Sequence[DtypeName] = ("float32",), beyond: bool | N
     if isinstance(dtypes, str) or not isinstance(dtypes, Sequence) or not dtypes:
         raise TypeError(f"dtypes must be a non-empty sequence of dtype names, got {dtypes!r}")
     chosen = [check_choice(d, "dtypes", DTYPES) for d in dtypes]
+    if len(set(chosen)) != len(chosen):
+        raise ValueError(f"dtypes must name each dtype once (cases and their ids would repeat), got {dtypes!r}")
     sides = (False, True) if beyond is None else (check_flag(beyond, "beyond"),)
     cases = []
     for case in _catalogue():
