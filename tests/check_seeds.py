@@ -228,22 +228,41 @@ SEED_RUNS = {"read from the cache": 0}
 """How many (chapter, seed) runs :func:`measure_chapter` read from ``--cache`` instead of measuring them."""
 
 
-def measure_chapter(number: str, seeds, cache: Path | None = None) -> dict[str, list]:
-    """``{quantity: [value on each seed]}`` for every number chapter ``number``'s claims read, seed by seed."""
+def cached_numbers(stored: Path, digest: str) -> dict | None:
+    """The numbers a run of source digest ``digest`` stored in ``stored``, or None: no such file, or one written by
+    other code (another digest, or none: a cache from before digests were stored), which is then measured again."""
+    if not stored.exists():
+        return None
+    entry = json.loads(stored.read_text())
+    if not isinstance(entry, dict) or entry.get("source digest") != digest:
+        print(f"{stored}: written by other code than this source digest; measured again", flush=True)
+        return None
+    return entry["numbers"]
+
+
+def store_numbers(stored: Path, digest: str, numbers: dict) -> None:
+    """Keep one (chapter, seed) run's ``numbers`` in ``stored``, with the source digest of the code that made them."""
+    stored.parent.mkdir(parents=True, exist_ok=True)
+    stored.write_text(json.dumps({"source digest": digest, "numbers": numbers}))
+
+
+def measure_chapter(number: str, seeds, cache: Path | None = None, digest: str | None = None) -> dict[str, list]:
+    """``{quantity: [value on each seed]}`` for every number chapter ``number``'s claims read, seed by seed; with
+    ``cache``, each seed's numbers are kept there and reused only by a run of the same source digest."""
     _, read, _ = CHAPTERS[number]()
+    digest = source_digest() if digest is None else digest
     per_seed = {}
     for seed in seeds:
         stored = None if cache is None else cache / f"{number}-seed{seed}.json"
-        if stored is not None and stored.exists():
-            numbers = json.loads(stored.read_text())
+        numbers = None if stored is None else cached_numbers(stored, digest)
+        if numbers is not None:
             SEED_RUNS["read from the cache"] += 1
         else:
             start = time.perf_counter()
             numbers = {k: _jsonable(v) for k, v in read(chapter_namespace(number, seed=seed)).items()}
             print(f"chapter {number}, seed {seed}: {time.perf_counter() - start:.0f} s", flush=True)
             if stored is not None:
-                stored.parent.mkdir(parents=True, exist_ok=True)
-                stored.write_text(json.dumps(numbers))
+                store_numbers(stored, digest, numbers)
         per_seed[seed] = numbers
     return {name: [per_seed[seed][name] for seed in seeds] for name in per_seed[seeds[0]]}
 
@@ -317,7 +336,7 @@ def main() -> int:
     digest = source_digest()
     checks = {}
     for number in args.chapters or list(CLAIMS):
-        values = measure_chapter(number, SEEDS, args.cache)
+        values = measure_chapter(number, SEEDS, args.cache, digest)
         checks[number] = check_chapter(number, values, SEEDS)
         print(f"\n=== chapter {number}\n{checks[number].table()}", flush=True)
     failed = [number for number, check in checks.items() if not check.passed]

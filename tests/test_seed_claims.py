@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from check_seeds import CLAIMS, OUT, SEEDS, report, source_digest
+from check_seeds import CLAIMS, OUT, SEEDS, cached_numbers, report, source_digest, store_numbers
 
 from posenc_book.robustness import Bound, check_seed_values
 from posenc_book.seed_claims import SEED_CLAIMS, parse, read, verdicts
@@ -90,3 +90,15 @@ def test_the_table_reads_back_what_the_target_writes():
     assert (rise.low, rise.high) == pytest.approx((0.1, 0.18))
     assert (gap.claim, gap.holds) == ("gap", False) and gap.verdict.startswith("FAILS (seeds 8")
     assert table.header["source digest"] == "ab" * 32 and table.header["run time"] == "1.0 min"
+
+
+def test_the_cache_serves_only_the_code_that_wrote_it(tmp_path):
+    """Review G's G5: a cached (chapter, seed) run is reused only by a run of the same source digest; one written by
+    other code, or in the format before digests were stored, is measured again."""
+    stored = tmp_path / "09-seed3.json"
+    assert cached_numbers(stored, "a") is None
+    store_numbers(stored, "a", {"loss": 1.5})
+    assert cached_numbers(stored, "a") == {"loss": 1.5}
+    assert cached_numbers(stored, "b") is None
+    stored.write_text('{"loss": 1.5}')  # a cache of before: numbers only
+    assert cached_numbers(stored, "a") is None
