@@ -707,8 +707,9 @@ def _read(config: object, model_type: str | None) -> RotaryPlan:
     if family is None and model_type in COMPOSITES:
         raise ValueError(
             f"config['model_type'] = {model_type!r} is a composite model whose language model is a "
-            f"{COMPOSITES[model_type]!r} model: pass its text_config (a config.json that keeps the language model's "
-            f"keys at its top level: with model_type={COMPOSITES[model_type]!r}, where transformers reads them there)"
+            f"{COMPOSITES[model_type]!r} model: pass its text_config, or, for a config.json that keeps the language "
+            f"model's keys at its top level (where transformers reads them), read it as that model: "
+            f"model_type={COMPOSITES[model_type]!r} (posenc check --model-type {COMPOSITES[model_type]})"
         )
     if family is None:
         raise ValueError(

@@ -140,6 +140,20 @@ def test_most_of_the_corpus_is_read():
     assert len(read) >= 40 and len(set(read)) >= 15, (len(read), sorted(set(read)))
 
 
+@pytest.mark.parametrize(
+    "name", ["Qwen__Qwen2-VL-2B", "Qwen__Qwen2.5-VL-7B-Instruct", "allenai__olmOCR-7B-0225-preview"]
+)
+def test_a_flat_vision_language_file_is_refused_with_advice_it_can_follow(name, capsys):
+    """Review F's F11: these files keep the language model's keys at the top level, with no text_config to pass;
+    the refusal names the flag that reads them, and the flag does."""
+    assert main(["check", str(published(name))]) == 2
+    advice = re.search(r"posenc check --model-type (\w+)", capsys.readouterr()[1])
+    assert advice is not None
+    assert main(["check", str(published(name)), "--model-type", advice.group(1), "--json"]) == 0
+    kinds = json.loads(capsys.readouterr()[0])["kinds"]
+    assert [kind["axes"] for kind in kinds] == [["time", "height", "width"]]
+
+
 @pytest.mark.parametrize("name", ["meta-llama__Llama-2-7b-hf", "openai__gpt-oss-20b", "google__gemma-4-E2B-it"])
 def test_with_a_context_the_report_still_fits_80_columns_and_the_schema(name, capsys):
     assert main(["check", str(published(name)), "--context", "65536"]) == 0
