@@ -730,6 +730,13 @@ def _read(config: object, model_type: str | None) -> RotaryPlan:
             )
         reader.defaults = family.defaults.values
     layer_types = _layer_types(reader, family)
+    if family.hybrid_required and layer_types is not None:
+        attends = [kind for kind in layer_types if kind not in NO_ATTENTION_TYPES]
+        if "linear_attention" not in layer_types or not attends:
+            raise ValueError(
+                f"config['layer_types'] = {list(layer_types)!r}: {family.defaults.config_class} wants at least one "
+                "'linear_attention' layer and one attention layer, so transformers refuses this config"
+            )
     rope = _rope_parameters(reader, family, layer_types)
     if family.rope_switch is not None and reader.get(family.rope_switch[0]) != family.rope_switch[1]:
         switch, value = family.rope_switch
@@ -1245,6 +1252,17 @@ def _read_layer(
             f"{where}['rope_type'] = {given_type!r}: {family.defaults.config_class} accepts only "
             f"{list(family.rope_types)}, so transformers refuses this config"
         )
+    rope_type = parameters.get("rope_type", parameters.get("type", "default"))
+    if family.mscale_by_length and rope_type != "default":
+        _refuse_mscale_by_length(family, parameters, where, rope_type)
+    if family.mrope_exact:
+        section = family_values.get("mrope_section")
+        if not isinstance(section, (list, tuple)) or len(section) != 3 or sum(section) != config_head_dim // 2:
+            raise ValueError(
+                f"{where}['mrope_section'] = {section!r}: {family.defaults.config_class} wants three sections whose "
+                f"sum is half of head_dim ({config_head_dim} // 2 = {config_head_dim // 2}) in the rope dict, so "
+                "transformers refuses this config"
+            )
     scaling = RopeScaling.from_dict(
         parameters,
         max_position_embeddings=max_positions,
@@ -1312,6 +1330,30 @@ def _read_layer(
         softmax_scale=softmax_scale,
         query_scaling=_query_scaling(reader, family, family_values, scaling),
         **multiaxis,
+    )
+
+
+def _refuse_mscale_by_length(family: Family, parameters: Mapping[str, Any], where: str, rope_type: object) -> None:
+    """PhiMoE's rope types but "default": refused, naming short_mscale and long_mscale.
+
+    PhimoeConfig's validate_rope wants both numbers for every type but "default"; PhimoeRotaryEmbedding (transformers
+    5.23) then recomputes the type's frequencies in every call without the length (LongRoPE: the short factors at
+    every length, whatever its long_factor says) and multiplies cos and sin by short_mscale while the sequence is at
+    most original_max_position_embeddings long and by long_mscale beyond, in place of the type's attention factor.
+    An attention factor that changes with the length is no plan posenc has."""
+    missing = [key for key in ("short_mscale", "long_mscale") if not isinstance(parameters.get(key), (int, float))]
+    if missing:
+        raise ValueError(
+            f"{where}['rope_type'] = {rope_type!r} without {where}{missing}: {family.defaults.config_class} wants "
+            "short_mscale and long_mscale for every rope type but 'default', so transformers refuses this config"
+        )
+    short_factors = " (the short factors at every length)" if rope_type == "longrope" else ""
+    raise ValueError(
+        f"{where}['rope_type'] = {rope_type!r} with short_mscale and long_mscale: {family.source} computes the "
+        f"{rope_type!r} frequencies without the length{short_factors} and multiplies cos and sin by "
+        f"{where}['short_mscale'] = {parameters['short_mscale']} up to original_max_position_embeddings and by "
+        f"{where}['long_mscale'] = {parameters['long_mscale']} beyond, in place of the type's attention factor: an "
+        "attention factor that changes with the length is no plan posenc has"
     )
 
 
