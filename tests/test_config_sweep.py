@@ -26,11 +26,15 @@ SAMPLE = {
     "MiniMaxM2Config": {"head_dim=256": "agree", "rope_parameters: partial_rotary_factor": "agree"},
     "Gemma3TextConfig": {"rope_parameters['sliding_attention']: rope_type=linear": "agree"},
     "Mistral4Config": {"qk_nope_head_dim=128": "refused, key named"},
+    "MixtralConfig": {"rope_parameters: rope_type=longrope": "served, transformers' validator fails"},
+    "FalconH1Config": {"hidden_size=256": "agree"},
 }
 """The cases the fast sample runs, by class and label (``change``), with the verdict the sweep gave each: the issue's
 misreadings (Granite 4.0-H's NoPE switch, MiniMax-M2's partial rotary beside a head size), a layer type's own
 scaling, Llama, and a refusal that once did not name the key changed (Mistral 4's head_dim is the sum of its
-nope and rope widths). Each class's defaults run too, and must agree."""
+nope and rope widths); a LongRoPE dict beside a null head_dim, which transformers' validator takes for a size
+(Mixtral), and a hidden size whose Mamba widths the sweep keeps consistent (Falcon-H1, whose mamba_d_ssm gives the
+width). Each class's defaults run too, and must agree."""
 
 KNOWN_DEFECTS: set[tuple[str, str, str]] = {
     # layer 5: features no pair explains: 186
