@@ -237,6 +237,9 @@ class Family:
     partial_ignored: bool = False  # the default frequencies never read partial_rotary_factor (PARTIAL_IGNORED)
     rope_type_aliases: tuple[tuple[str, str], ...] = ()  # Phi-3: legacy types the config class renames
     rope_types: tuple[str, ...] = ()  # Phi-3: the only rope types the config class accepts (empty: any)
+    mscale_by_length: bool = False  # PhiMoE: cos and sin times short_mscale or long_mscale, by the length
+    mrope_exact: bool = False  # Cosmos3 Edge: three mrope sections whose sum is half of head_dim, in the rope dict
+    hybrid_required: bool = False  # OLMo-Hybrid: at least one linear-attention layer and one attention layer
 
     @property
     def source(self) -> str:
@@ -665,7 +668,9 @@ FAMILIES: dict[str, Family] = {
         ),
         multiaxis="mrope_interleaved",
         rope_keys=_MROPE,
-        mrope_section=(24, 20, 20),
+        mrope_section=None,  # (validate_architecture reads the dict's: no default)
+        rope_types=("default",),
+        mrope_exact=True,
     ),
     "csm": _f(
         "csm",
@@ -2490,6 +2495,7 @@ FAMILIES: dict[str, Family] = {
         ),
         layer_pattern=LayerPattern("periodic", period=4, last="if_none", other="linear_attention"),
         rope_optional=True,
+        hybrid_required=True,
     ),
     "olmoe": _f(
         "olmoe",
@@ -2641,6 +2647,7 @@ FAMILIES: dict[str, Family] = {
             num_hidden_layers=32,
             rope_theta=1000000.0,
         ),
+        mscale_by_length=True,
     ),
     "pixtral": _f(
         "pixtral",

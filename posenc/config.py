@@ -731,6 +731,13 @@ def _read(config: object, model_type: str | None) -> RotaryPlan:
             )
         reader.defaults = family.defaults.values
     layer_types = _layer_types(reader, family)
+    if family.hybrid_required and layer_types is not None:
+        attends = [kind for kind in layer_types if kind not in NO_ATTENTION_TYPES]
+        if "linear_attention" not in layer_types or not attends:
+            raise ValueError(
+                f"config['layer_types'] = {list(layer_types)!r}: {family.defaults.config_class} wants at least one "
+                "'linear_attention' layer and one attention layer, so transformers refuses this config"
+            )
     rope = _rope_parameters(reader, family, layer_types)
     if family.rope_switch is not None and reader.get(family.rope_switch[0]) != family.rope_switch[1]:
         switch, value = family.rope_switch
@@ -1204,31 +1211,27 @@ def _read_layer(
         # Qwen2-VL's convert_rope_params_to_dict: the legacy rope_type "mrope" is the default frequencies (the
         # standardised dict keeps "type": "mrope" beside "rope_type": "default")
         rope_type = parameters.get("rope_type", "default")
-        parameters = {key: value for key, value in parameters.items() if key not in ("rope_type", "type")}
-        parameters["rope_type"] = "default" if rope_type == "mrope" else rope_type
+        parameters = _retyped(parameters, "default" if rope_type == "mrope" else rope_type)
     if family.multiaxis is not None and family.multiaxis.startswith("axial"):
         # transformers marks an axial tower's default frequencies with rope_type "axial" (default_rope_type)
-        if parameters.get("rope_type", parameters.get("type")) == "axial":
-            parameters = {key: value for key, value in parameters.items() if key not in ("rope_type", "type")}
+        if _rope_type_of(parameters, None) == "axial":
+            parameters = _retyped(parameters, None)
     if "partial_rotary_factor" not in parameters and family.rotary == "mla" and family.mla_head != "rope":
         # Mistral 4's __post_init__ and dots.note's conversion: partial_rotary_factor = qk_rope_head_dim / head_dim
         parameters["partial_rotary_factor"] = _mla_dims(layer)[2] / config_head_dim
         if reader.is_dict:
             reader.used["partial_rotary_factor"] = parameters["partial_rotary_factor"]
     base = check_real(parameters["rope_theta"], f"{where}['rope_theta']", above=1.0)
-    if (
-        family.alpha_key
-        and family_values.get("alpha")
-        and parameters.get("rope_type", parameters.get("type")) == "dynamic"
-    ):
+    if family.alpha_key and family_values.get("alpha") and _rope_type_of(parameters, None) == "dynamic":
         # HunYuan: "dynamic" with a fixed alpha is a fixed NTK base, base * alpha ** (d / (d - 2)).
         # Its compute_ntk_alpha_rope_parameters reads rope_theta, alpha and config.head_dim, nothing else: the
         # other keys its checkpoints ship (factor, YaRN's beta_fast, mscale, ...) are ignored, and the whole head turns.
         alpha = check_real(family_values["alpha"], f"{where}['alpha']", above=0.0)
         base = base * alpha ** (config_head_dim / (config_head_dim - 2))
         parameters = {"rope_type": "default", "rope_theta": base}
-    given_type = parameters.get("rope_type", parameters.get("type", "default"))
-    if given_type in dict(family.rope_type_aliases):
+    given_type = _rope_type_of(parameters)
+    aliases = dict(family.rope_type_aliases)
+    if given_type in aliases:
         # Phi-3's convert_rope_params_to_dict: the legacy "su" and "yarn" are LongRoPE (a YaRN reading would be
         # a rotation transformers never computes). It renames them after standardize_rope_params, which moves a
         # top-level original_max_position_embeddings into the dict for "yarn" but not for "su": transformers 5.23
@@ -1239,13 +1242,23 @@ def _read_layer(
                 f"{family.defaults.config_class} reads 'su' as 'longrope' but does not take the top-level "
                 "original_max_position_embeddings for it, so transformers refuses this config; write 'longrope'"
             )
-        parameters = {key: value for key, value in parameters.items() if key not in ("rope_type", "type")}
-        parameters["rope_type"] = dict(family.rope_type_aliases)[given_type]
-    if family.rope_types and parameters.get("rope_type", parameters.get("type", "default")) not in family.rope_types:
+        parameters = _retyped(parameters, aliases[given_type])
+    rope_type = _rope_type_of(parameters)
+    if family.rope_types and rope_type not in family.rope_types:
         raise ValueError(
             f"{where}['rope_type'] = {given_type!r}: {family.defaults.config_class} accepts only "
             f"{list(family.rope_types)}, so transformers refuses this config"
         )
+    if family.mscale_by_length and rope_type != "default":
+        _refuse_mscale_by_length(family, parameters, where, rope_type)
+    if family.mrope_exact:
+        section = family_values.get("mrope_section")
+        if not isinstance(section, (list, tuple)) or len(section) != 3 or sum(section) != config_head_dim // 2:
+            raise ValueError(
+                f"{where}['mrope_section'] = {section!r}: {family.defaults.config_class} wants three sections whose "
+                f"sum is half of head_dim ({config_head_dim} // 2 = {config_head_dim // 2}) in the rope dict, so "
+                "transformers refuses this config"
+            )
     scaling = RopeScaling.from_dict(
         parameters,
         max_position_embeddings=max_positions,
@@ -1313,6 +1326,43 @@ def _read_layer(
         softmax_scale=softmax_scale,
         query_scaling=_query_scaling(reader, family, family_values, scaling),
         **multiaxis,
+    )
+
+
+def _rope_type_of(parameters: Mapping[str, Any], default: object = "default") -> Any:
+    """A rope dict's type: its ``rope_type``, else its legacy ``type``, else ``default``."""
+    return parameters.get("rope_type", parameters.get("type", default))
+
+
+def _retyped(parameters: Mapping[str, Any], rope_type: object) -> dict[str, Any]:
+    """A copy of a rope dict without ``rope_type`` and ``type``, then with ``rope_type`` (unless None)."""
+    out = {key: value for key, value in parameters.items() if key not in ("rope_type", "type")}
+    if rope_type is not None:
+        out["rope_type"] = rope_type
+    return out
+
+
+def _refuse_mscale_by_length(family: Family, parameters: Mapping[str, Any], where: str, rope_type: object) -> None:
+    """PhiMoE's rope types but "default": refused, naming short_mscale and long_mscale.
+
+    PhimoeConfig's validate_rope wants both numbers for every type but "default"; PhimoeRotaryEmbedding (transformers
+    5.23) then recomputes the type's frequencies in every call without the length (LongRoPE: the short factors at
+    every length, whatever its long_factor says) and multiplies cos and sin by short_mscale while the sequence is at
+    most original_max_position_embeddings long and by long_mscale beyond, in place of the type's attention factor.
+    An attention factor that changes with the length is no plan posenc has."""
+    missing = [key for key in ("short_mscale", "long_mscale") if not isinstance(parameters.get(key), (int, float))]
+    if missing:
+        raise ValueError(
+            f"{where}['rope_type'] = {rope_type!r} without {where}{missing}: {family.defaults.config_class} wants "
+            "short_mscale and long_mscale for every rope type but 'default', so transformers refuses this config"
+        )
+    short_factors = " (the short factors at every length)" if rope_type == "longrope" else ""
+    raise ValueError(
+        f"{where}['rope_type'] = {rope_type!r} with short_mscale and long_mscale: {family.source} computes the "
+        f"{rope_type!r} frequencies without the length{short_factors} and multiplies cos and sin by "
+        f"{where}['short_mscale'] = {parameters['short_mscale']} up to original_max_position_embeddings and by "
+        f"{where}['long_mscale'] = {parameters['long_mscale']} beyond, in place of the type's attention factor: an "
+        "attention factor that changes with the length is no plan posenc has"
     )
 
 

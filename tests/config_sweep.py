@@ -17,6 +17,11 @@ built from the same dict are compared (:func:`judge`):
 - ``"refused by both"``: posenc refuses and transformers cannot build or run the model either;
 - ``"served, transformers refuses"``: posenc reads a dict that transformers' configuration class rejects (a defect
   of posenc, which should refuse it too);
+- ``"served, transformers' validator fails"``: posenc reads a dict that transformers' configuration class rejects,
+  and accepts once ``head_dim``, which the dict leaves null, is given as the modeling code derives it
+  (``hidden_size // num_attention_heads``): the LongRoPE validator's ``getattr(self, "head_dim", ...)`` takes the
+  null for a size (Mixtral, MiniMax), a limitation of transformers' validator and not a config the family cannot
+  serve; reported, not counted as posenc's defect;
 - ``"served, transformers crashes"``: posenc reads a dict that transformers' configuration class accepts but whose
   model transformers cannot build or run (a shape that does not match, an index beyond a table): there is no model
   to compare with, and no evidence against posenc's reading; reported, not counted as posenc's defect;
@@ -73,13 +78,19 @@ VERDICTS = (
     "refused, key named",
     "refused by both",
     "served, transformers refuses",
+    "served, transformers' validator fails",
     "served, transformers crashes",
     "probe blind",
     "not probed",
     "refused, key not named",
     "misread",
 )
-UNPROBED = ("served, transformers refuses", "served, transformers crashes", "probe blind")
+UNPROBED = (
+    "served, transformers refuses",
+    "served, transformers' validator fails",
+    "served, transformers crashes",
+    "probe blind",
+)
 """Verdicts of a class's defaults after which its variants are not run: its one row becomes ``"not probed"`` with
 the reason (a tiny model that does not run on text tokens, as Kyutai's speech model; or hidden states that depend on
 the position, as RecurrentGemma's recurrent layers, which restart at position 0)."""
@@ -292,7 +303,8 @@ def _consistent(changed: dict[str, Any], values: dict[str, Any]) -> dict[str, An
         changed["num_key_value_heads"] = math.gcd(heads, kv)
     expand, hidden = changed.get("mamba_expand"), changed.get("hidden_size")
     if isinstance(expand, int) and isinstance(hidden, int) and hidden != values.get("hidden_size"):
-        if isinstance(changed.get("mamba_n_heads"), int):
+        # (not where mamba_d_ssm gives the Mamba width itself: Falcon-H1's validator then holds d_head to it)
+        if isinstance(changed.get("mamba_n_heads"), int) and changed.get("mamba_d_ssm") is None:
             changed["mamba_d_head"] = max(1, expand * hidden // changed["mamba_n_heads"])
     return changed
 
@@ -355,6 +367,16 @@ def _served_and_failed(values: dict[str, Any], model_type: str) -> str:
         with rope_oracle.quiet():
             rope_oracle._config(str(values.get("model_type", model_type)), values)
     except (*TRANSFORMERS_REFUSES, StrictDataclassClassValidationError):
+        heads, hidden = values.get("num_attention_heads"), values.get("hidden_size")
+        if "head_dim" in values and values["head_dim"] is None and isinstance(heads, int) and isinstance(hidden, int):
+            try:  # the same dict with the head size the modeling code derives written out
+                with rope_oracle.quiet():
+                    rope_oracle._config(
+                        str(values.get("model_type", model_type)), {**values, "head_dim": hidden // heads}
+                    )
+            except (*TRANSFORMERS_REFUSES, StrictDataclassClassValidationError):
+                return "served, transformers refuses"
+            return "served, transformers' validator fails"
         return "served, transformers refuses"
     return "served, transformers crashes"
 

@@ -385,6 +385,8 @@ class Observation:
     failed: dict[int, str]
     n_layers: int
     notes: list[str] = field(default_factory=list)
+    rotary_positions: dict[int, list[int]] = field(default_factory=dict)
+    """Per position run, the largest position each call of the model's rotary embedding modules received."""
 
 
 _current: dict[str, Any] = {}
@@ -441,6 +443,13 @@ def _pre_hook(module: Any, args: tuple, kwargs: dict) -> None:
         embeddings = next((a for a in args if isinstance(a, tuple) and len(a) == 2), None)
     _current["cos"][id(module)] = _cos_of(embeddings)
     _current["attention"] = module
+
+
+def _rotary_pre_hook(module: Any, args: tuple, kwargs: dict) -> None:
+    """Record the largest position a rotary embedding module is given (its ``position_ids``, an integer tensor)."""
+    positions = kwargs.get("position_ids", args[1] if len(args) > 1 else None)
+    if isinstance(positions, torch.Tensor) and not positions.is_floating_point() and positions.numel():
+        _current["rotary_positions"].setdefault(_current["position"], []).append(int(positions.max()))
 
 
 def _rotation_recorder(name: str, function: Any) -> Any:
@@ -537,6 +546,11 @@ def observe(built: Tiny, positions: tuple[int, ...] | None = None, *, seen_cache
         seen_cache = built.model_type in ("llama4_text",)
     attentions = _attention_modules(model)
     hooks = [module.register_forward_pre_hook(_pre_hook, with_kwargs=True) for module in attentions]
+    hooks += [
+        module.register_forward_pre_hook(_rotary_pre_hook, with_kwargs=True)
+        for module in model.modules()
+        if type(module).__name__.endswith("RotaryEmbedding")
+    ]
     patched = _patch_own_attention(model)
     modules = {sys.modules[type(module).__module__] for module in attentions}
     for module in modules:
@@ -545,7 +559,7 @@ def observe(built: Tiny, positions: tuple[int, ...] | None = None, *, seen_cache
                 patched.append((module, name, function))
                 setattr(module, name, _rotation_recorder(name, function))
     _current.clear()
-    _current.update(layers={}, cos={}, rotation={})
+    _current.update(layers={}, cos={}, rotation={}, rotary_positions={})
     failed: dict[int, str] = {}
     token = torch.tensor([[1]])
     try:
@@ -573,7 +587,9 @@ def observe(built: Tiny, positions: tuple[int, ...] | None = None, *, seen_cache
                 setattr(module, name, function)
     layers = _current["layers"]
     n_layers = int(getattr(config, "num_hidden_layers", 0) or 0)
-    observation = Observation(tuple(sorted(positions)), dict(sorted(layers.items())), failed, n_layers)
+    observation = Observation(
+        tuple(sorted(positions)), dict(sorted(layers.items())), failed, n_layers, [], _current["rotary_positions"]
+    )
     _check_assumptions(observation)
     return observation
 
@@ -621,13 +637,21 @@ def _patch_own_attention(model: Any) -> list[tuple[Any, str, Any]]:
 
 
 def _check_assumptions(observation: Observation) -> None:
-    """The values reaching every layer are the same at every position (the hidden states do not depend on p)."""
+    """The values reaching every layer are the same at every position (the hidden states do not depend on p), and the
+    positions the probe passes reach the model's rotary embedding modules (where it has any)."""
     for index, seen in observation.layers.items():
         reference = seen.v.get(min(seen.v)) if seen.v else None
         for p, value in seen.v.items():
             if reference is not None and not np.array_equal(value, reference):
                 observation.notes.append(f"layer {index}: the value at position {p} differs from position 0's")
                 break
+    for p, received in sorted(observation.rotary_positions.items()):
+        if p > 0 and received and max(received) == 0:  # (CSM's depth decoder: positions from its cache's length)
+            observation.notes.append(
+                f"the model's rotary embedding was given position 0 where the probe passed {p}: the model sets its "
+                "own positions, and the probe sees no rotation"
+            )
+            break
 
 
 # --- What the model does, found from what it handed the attention ---------------------------------------------------
@@ -689,6 +713,10 @@ def _find(index: int, seen: Seen) -> Finding:
             moved |= np.max(np.abs(xp / ratio - x0), axis=0) > 1e-4 * scale
     post_features = tuple(int(i) for i in np.flatnonzero(moved))
     post_pairs, post_unpaired = _pairs(seen, post_features, query_ratio, key_ratio)
+    if post_unpaired:  # a pair turning by about the floor above: one feature moves past it, its partner not
+        post_pairs, post_unpaired, post_features = _partners_below_floor(
+            seen, post_pairs, post_unpaired, post_features, query_ratio, key_ratio
+        )
     angles = {0: np.zeros(len(post_pairs))}
     for p in others:
         angles[p] = _angles(seen, p, post_pairs, query_ratio[p], key_ratio[p])
@@ -804,6 +832,35 @@ def _pairs(
     good = (partner[partner] == own) & (cosine[own, partner] < -1 + 1e-3) & kept
     pairs = tuple((int(idx[i]), int(idx[partner[i]])) for i in own if good[i] and i < partner[i])
     return pairs, tuple(int(idx[i]) for i in own if not good[i])
+
+
+def _partners_below_floor(
+    seen: Seen,
+    pairs: tuple[tuple[int, int], ...],
+    unpaired: tuple[int, ...],
+    features: tuple[int, ...],
+    query_ratio: dict[int, float],
+    key_ratio: dict[int, float],
+) -> tuple[tuple[tuple[int, int], ...], tuple[int, ...], tuple[int, ...]]:
+    """The partners of ``unpaired`` features found among the features that did not move past the floor.
+
+    A pair whose angle at the farthest position is near the floor (``1e-4`` of a feature's size: the slowest pair of
+    a large base or a long YaRN or Llama 3 stretch, ``1e-4`` rad at 2048 positions) moves one feature past it and not
+    its partner, whose change depends on the other's size. Pairing the unpaired with every feature that did not move,
+    by the same test as :func:`_pairs`, finds the partner; a pair found so joins the pairs and its partner the
+    features. Only pairs with an unpaired feature are kept: features that did not move are not read as turning."""
+    moved = set(features)
+    head_dim = seen.q[0].shape[-1]
+    candidates = tuple(sorted(set(unpaired) | (set(range(head_dim)) - moved)))
+    found, _ = _pairs(seen, candidates, query_ratio, key_ratio)
+    wanted = set(unpaired)
+    extra = tuple(pair for pair in found if wanted & set(pair))
+    paired = {feature for pair in extra for feature in pair}
+    return (
+        (*pairs, *extra),
+        tuple(feature for feature in unpaired if feature not in paired),
+        tuple(sorted(moved | paired)),
+    )
 
 
 def _angles(seen: Seen, p: int, pairs: tuple[tuple[int, int], ...], ratio_q: float, ratio_k: float) -> np.ndarray:

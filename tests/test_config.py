@@ -717,3 +717,92 @@ def test_a_layer_types_yarn_truncate_transformers_does_not_read_is_refused():
     np.testing.assert_allclose(sliding.inverse_frequencies(), theirs.double().numpy(), rtol=1e-6)
     with pytest.raises(ValueError, match=r"\['sliding_attention'\]\['truncate'\] = False"):
         RotaryPlan.from_config({**config.to_dict(), "rope_parameters": copy.deepcopy(rope)})
+
+
+def _phimoe_longrope(**mscales: float) -> dict:
+    """A small PhiMoE with LongRoPE (Phi-3.5-MoE's keys: short and long factors, short_mscale and long_mscale; its
+    values chosen here, distinct so that the probe tells them apart)."""
+    half = 32
+    rope = {
+        "rope_type": "longrope", "rope_theta": 10000.0, "original_max_position_embeddings": 1024,
+        "short_factor": [1.0 + i / half for i in range(half)], "long_factor": [2.0 + i / half for i in range(half)],
+        **mscales,
+    }  # fmt: skip
+    return {
+        "model_type": "phimoe", "vocab_size": 64, "hidden_size": 256, "intermediate_size": 32,
+        "num_attention_heads": 4, "num_key_value_heads": 4, "num_hidden_layers": 1, "num_local_experts": 2,
+        "num_experts_per_tok": 1, "max_position_embeddings": 16384, "rope_parameters": rope,
+    }  # fmt: skip
+
+
+def test_phimoe_scaled_rope_is_refused_saying_what_transformers_does():
+    """PhimoeRotaryEmbedding (transformers 5.23), run on a tiny model with LongRoPE, short_mscale 1.2 and
+    long_mscale 1.3: every pair turns by the short factors' frequencies at positions 1, 1023, 1024 and 4096 (the
+    forward recomputes them without the length), and cos and sin are multiplied by 1.2 while the sequence is at most
+    original_max_position_embeddings (1024) long and by 1.3 beyond. posenc has no plan whose attention factor
+    changes with the length: it refuses, naming short_mscale and long_mscale and saying so (it refused before with
+    'unknown key'). Without the two keys, PhimoeConfig refuses every type but "default", and posenc too."""
+    values = _phimoe_longrope(short_mscale=1.2, long_mscale=1.3)
+    built = rope_oracle.tiny(values)
+    observation = rope_oracle.observe(built, positions=(0, 1, 1023, 1024, 4096))
+    found = rope_oracle.find(observation)[0]
+    rope = values["rope_parameters"]
+    inverse = 10000.0 ** (-np.arange(0, 64, 2) / 64)
+    for p in (1, 1023, 1024, 4096):
+        short = p * inverse / np.array(rope["short_factor"])
+        assert np.max(np.abs(np.angle(np.exp(1j * (found.angles[p] - short))))) < 1e-3
+    slowest = inverse[-1] / rope["short_factor"][-1]
+    factors = {p: observation.layers[0].cos[p][-1] / math.cos(p * slowest) for p in (0, 1, 1023, 1024, 4096)}
+    assert all(math.isclose(factors[p], 1.2, rel_tol=1e-4) for p in (0, 1, 1023))
+    assert all(math.isclose(factors[p], 1.3, rel_tol=1e-4) for p in (1024, 4096))
+    with pytest.raises(ValueError, match=r"\['short_mscale'\] = 1.2 up to .*\['long_mscale'\] = 1.3 beyond"):
+        RotaryPlan.from_config(copy.deepcopy(values))
+    with pytest.raises(ValueError, match=r"short factors at every length"):
+        RotaryPlan.from_config(built.config)
+    for rope_type in ("longrope", "yarn"):
+        bare = _phimoe_longrope()
+        bare["rope_parameters"] = {**bare["rope_parameters"], "rope_type": rope_type, "factor": 4.0}
+        with pytest.raises(ValueError, match=r"without .*\['short_mscale', 'long_mscale'\]"):
+            RotaryPlan.from_config(copy.deepcopy(bare))
+        with pytest.raises(Exception, match="short_mscale field must be a number"):  # transformers' own error
+            transformers_config(bare)
+
+
+@pytest.mark.parametrize("change", ["rope_type linear", "head_dim 256", "no mrope_section"])
+def test_cosmos3_edge_configs_its_class_refuses_are_refused(change):
+    """Cosmos3EdgeTextConfig's validate_architecture wants rope_type "default" and three mrope sections whose sum is
+    half of head_dim, in the rope dict (the sweep's five 'served, transformers refuses'): posenc refuses the same
+    configs, naming the key."""
+    from transformers import Cosmos3EdgeTextConfig
+
+    values = {**Cosmos3EdgeTextConfig().to_dict(), "model_type": "cosmos3_edge_text"}
+    assert RotaryPlan.from_config(copy.deepcopy(values)).layers
+    rope = values["rope_parameters"]
+    if change == "rope_type linear":
+        values["rope_parameters"] = {**rope, "rope_type": "linear", "factor": 2.0}
+        message = r"\['rope_type'\] = 'linear': Cosmos3EdgeTextConfig accepts only \['default'\]"
+    elif change == "head_dim 256":
+        values["head_dim"] = 256
+        message = r"\['mrope_section'\] = \[24, 20, 20\]: .* half of head_dim \(256 // 2 = 128\)"
+    else:
+        values["rope_parameters"] = {key: value for key, value in rope.items() if key != "mrope_section"}
+        message = r"\['mrope_section'\] = None"
+    with pytest.raises(ValueError, match=message):
+        RotaryPlan.from_config(copy.deepcopy(values))
+    with pytest.raises(Exception, match="rope_type='default'|mrope_section"):  # transformers' own error
+        transformers_config(values)
+
+
+def test_olmo_hybrid_without_an_attention_layer_is_refused():
+    """OlmoHybridConfig's validate_architecture wants a 'linear_attention' layer and an attention layer: posenc read
+    an all-linear layer_types as a model that rotates nothing; it refuses it now, naming layer_types, as transformers
+    does (and the file with an attention layer still reads)."""
+    from transformers import OlmoHybridConfig
+
+    values = {**OlmoHybridConfig().to_dict(), "model_type": "olmo_hybrid"}
+    assert any(layer.rotates for layer in RotaryPlan.from_config(copy.deepcopy(values)).layers)
+    values["layer_types"] = ["linear_attention"] * len(values["layer_types"])
+    with pytest.raises(ValueError, match=r"config\['layer_types'\] = \['linear_attention', .* one attention layer"):
+        RotaryPlan.from_config(copy.deepcopy(values))
+    with pytest.raises(Exception, match="at least one attention layer"):  # transformers' own error
+        transformers_config(values)

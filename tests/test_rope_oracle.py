@@ -187,3 +187,38 @@ def test_the_probe_sees_positions_that_enter_before_the_attention():
     built = rope_oracle.tiny(load("openai-community__gpt2.json"), max_layers=2)
     observation = rope_oracle.observe(built, positions=(0, 1, 2))
     assert any("differs from position 0's" in note for note in observation.notes)
+
+
+def test_the_oracle_pairs_a_pair_that_turns_by_about_its_floor():
+    """The slowest pair of a YaRN stretch by 40 over base 500000 turns by about 1.3e-4 rad at 2048 positions, about
+    the oracle's floor of a moving feature (1e-4 of its size): one feature of the pair moved past it and its partner
+    did not, and the oracle read 'features no pair explains' (the sweep's BitNet, Bailing-hybrid and Higgs Audio V2
+    'misreadings'). The partner is found among the features below the floor, and the pair held to posenc's angle."""
+    values = {
+        "model_type": "bitnet", "vocab_size": 96, "hidden_size": 512, "intermediate_size": 16,
+        "num_attention_heads": 4, "num_key_value_heads": 2, "num_hidden_layers": 6, "max_position_embeddings": 2048,
+        "rope_parameters": {"rope_type": "yarn", "rope_theta": 500000.0, "factor": 40.0,
+                            "original_max_position_embeddings": 512, "mscale": 1.0, "mscale_all_dim": 0.707},
+    }  # fmt: skip
+    built, differences = rope_oracle.check(values, shrunk=True)  # (the sweep's dict: BitNet's defaults, shrunk)
+    assert differences == []
+    findings = rope_oracle.find(rope_oracle.observe(built))
+    assert all((63, 127) in found.pairs for found in findings.values())
+
+
+def test_the_probe_says_when_the_model_sets_its_own_positions():
+    """CSM's depth decoder ignores the position_ids it is given and counts positions from its cache
+    (``torch.arange(past_seen_tokens, ...)``): one token without a cache is at position 0 wherever the probe puts it,
+    so no layer turns (the sweep's 25 CSM 'misreadings'). The oracle sees its rotary embedding given position 0 and
+    says the probe sees nothing, rather than reading a model that does not rotate."""
+    from transformers import CsmDepthDecoderConfig
+
+    values = {**CsmDepthDecoderConfig().to_dict(), "model_type": "csm_depth_decoder_model"}
+    built = rope_oracle.tiny(rope_oracle._shrunk(values, CsmDepthDecoderConfig, 2), shrunk=True)  # (as the sweep)
+    observation = rope_oracle.observe(built)
+    assert set(observation.rotary_positions) == set(observation.positions)
+    assert all(received == [0] for received in observation.rotary_positions.values())
+    assert any("given position 0 where the probe passed 1" in note for note in observation.notes), observation.notes
+    llama = rope_oracle.observe(rope_oracle.tiny(load("meta-llama__Llama-3.2-3B-Instruct.json"), max_layers=2))
+    assert llama.notes == []
+    assert all(received == [p] for p, received in llama.rotary_positions.items())
