@@ -955,6 +955,10 @@ def _rope_by_layer_type(
                 layer_dict["rope_theta"] = reader.used[name] = base.default
         if base.partial is not None and "partial_rotary_factor" not in layer_dict:
             layer_dict["partial_rotary_factor"] = reader.used[f"{where}['partial_rotary_factor']"] = base.partial
+        if reader.given("partial_rotary_factor") and reader.get("partial_rotary_factor") is not None:
+            # standardize_rope_params, which the rotary classes call again: each nested dict takes the top-level
+            # factor where it has none (Gemma 3's linear full layers then turn part of the head, its sliding ones not)
+            layer_dict.setdefault("partial_rotary_factor", reader.get("partial_rotary_factor"))
     return rope
 
 

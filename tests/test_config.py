@@ -449,6 +449,33 @@ def corpus_file(name: str) -> dict:
     return json.loads((CORPUS / name).read_text())
 
 
+def test_gemma3s_top_level_partial_factor_reaches_its_scaled_layers_and_is_refused():
+    """Review F's F5: Gemma 3's rotary classes call standardize_rope_params, which gives each layer type's dict a
+    top-level ``partial_rotary_factor``; the linear (full) layers' frequencies then cover half the head while the
+    attention turns all of it, and the model fails. posenc read the whole head on both kinds (and warned that
+    transformers does not read the key); it now refuses, naming the factor. Without the scaling, the default
+    frequencies ignore the factor: posenc reads the whole head, as the tiny model turns it."""
+    from transformers import Gemma3ForCausalLM, Gemma3TextConfig
+
+    text = corpus_file("google__gemma-3-12b-it.json")["text_config"]
+    assert text["rope_scaling"] == {"factor": 8.0, "rope_type": "linear"}
+    small = dict(hidden_size=64, intermediate_size=32, vocab_size=32, num_attention_heads=1, num_key_value_heads=1)
+    scaled = {**copy.deepcopy(text), "partial_rotary_factor": 0.5, **small, "num_hidden_layers": 6}
+    scaled.pop("layer_types", None)
+    with pytest.raises(ValueError, match=r"\['full_attention'\]\['partial_rotary_factor'\] = 0.5"):
+        RotaryPlan.from_config(copy.deepcopy(scaled))
+    model = Gemma3ForCausalLM(Gemma3TextConfig(**copy.deepcopy(scaled))).eval()
+    head_dim = model.config.head_dim  # the class's default: the file has no head_dim
+    assert model.model.rotary_emb.full_attention_inv_freq.shape == (head_dim // 4,)
+    assert model.model.rotary_emb.sliding_attention_inv_freq.shape == (head_dim // 2,)
+    with pytest.raises(RuntimeError, match="must match"), torch.no_grad():
+        model(input_ids=torch.tensor([[1, 2, 3, 4]]))
+    unscaled = {key: value for key, value in scaled.items() if key != "rope_scaling"}
+    assert {kind.rotary_dim for kind in RotaryPlan.from_config(copy.deepcopy(unscaled)).kinds} == {head_dim}
+    built, differences = rope_oracle.check(unscaled, max_layers=6)
+    assert differences == []
+
+
 def test_minimax_m2s_legacy_rotary_dim_rotates_half_the_head():
     """MiniMax-M2.5's config.json states partial rotary as ``"rotary_dim": 64`` beside ``head_dim`` 128 and no
     ``partial_rotary_factor``: MiniMaxM2Config's ``convert_rope_params_to_dict`` makes that a factor of 0.5 (a factor
