@@ -815,6 +815,60 @@ def test_config_check_allows_angles_off_by_2_to_the_minus_20_relative(name):
         assert_rotary_matches_config(off_by(2.0**-19), CONFIGS[name])
 
 
+LENGTH_DEPENDENT = {
+    # Phi-3's form of longrope (original_max_position_embeddings at the top level); lists of 32 made up here.
+    "longrope": {
+        "model_type": "phi3", "hidden_size": 256, "num_attention_heads": 4, "num_hidden_layers": 2,
+        "max_position_embeddings": 16384, "original_max_position_embeddings": 4096, "rope_theta": 10000.0,
+        "rope_scaling": {"type": "longrope", "short_factor": [1.0 + 0.05 * i for i in range(32)],
+                         "long_factor": [1.0 + 0.5 * i for i in range(32)]},
+    },
+    # Dynamic NTK on Llama's head: the base enlarged for a call longer than 4096 positions.
+    "dynamic": {
+        "model_type": "llama", "hidden_size": 256, "num_attention_heads": 4, "num_hidden_layers": 2,
+        "max_position_embeddings": 4096, "rope_theta": 10000.0,
+        "rope_scaling": {"rope_type": "dynamic", "factor": 4.0},
+    },
+}  # fmt: skip
+"""Configs whose frequencies depend on the length of the call (posenc.LayerRotary.inverse_frequencies' seq_len)."""
+
+
+def _frequencies_of_the_longest_call(config):
+    """A minimal engine that builds its table once, for a call reaching 4 times the trained length, and uses it at
+    every length: for longrope the long factors everywhere (mlx-lm's SuScaledRoPE, chapter 14), for dynamic NTK a
+    base enlarged once for the longest context."""
+    plan = posenc.RotaryPlan.from_config(config)
+
+    def rotate(x, positions, layer):
+        kind = plan.layers[layer]
+        inv_freq = kind.inverse_frequencies(seq_len=4 * 4096 + 1)
+        angles = np.outer(positions, inv_freq)
+        half = kind.rotary_dim // 2
+        cos, sin = np.cos(angles), np.sin(angles)
+        first, second = x[:, :half], x[:, half:]
+        return np.concatenate([first * cos - second * sin, second * cos + first * sin], axis=1) * kind.attention_factor
+
+    return rotate
+
+
+@pytest.mark.parametrize("name", LENGTH_DEPENDENT)
+def test_config_check_calls_within_and_beyond_the_trained_length_apart(name):
+    """One call reaching beyond the trained length takes the long frequencies for every row, so a check of that one
+    call passes an engine that takes them at every length (chapter 14's mlx-lm longrope difference)."""
+    config = LENGTH_DEPENDENT[name]
+    assert_rotary_matches_config(_by_plan(config), config)
+    assert_rotary_matches_config(_Float32Model(config), config)
+    with pytest.raises(AssertionError, match="in the call with the positions within the trained length 4096") as error:
+        assert_rotary_matches_config(_frequencies_of_the_longest_call(config), config)
+    if name == "longrope":
+        assert "a known misreading: longrope's long_factor within the trained length" in str(error.value)
+        short_everywhere = _replaced(config, scaling=posenc.RopeScaling.from_dict(
+            dict(config["rope_scaling"], long_factor=config["rope_scaling"]["short_factor"]),
+            max_position_embeddings=16384, original_max_position_embeddings=4096))  # fmt: skip
+        with pytest.raises(AssertionError, match="reach beyond the trained length 4096.*short_factor beyond"):
+            assert_rotary_matches_config(short_everywhere, config)
+
+
 @pytest.mark.argument_check
 def test_config_check_refuses_what_it_cannot_check():
     mrope = {

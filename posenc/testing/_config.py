@@ -37,6 +37,34 @@ def _trained_lengths(plan: posenc.RotaryPlan) -> list[int]:
     return sorted(length for length in lengths if length is not None) or [4096]
 
 
+_LENGTH_DEPENDENT = ("dynamic", "longrope")
+"""Rope types whose frequencies depend on the call's length (transformers takes it from the largest position)."""
+
+
+def _calls(
+    kind: posenc.LayerRotary, plan: posenc.RotaryPlan, grid: NDArray[np.float64]
+) -> list[tuple[NDArray[np.bool_], str, bool]]:
+    """The calls a layer is checked with: the rows of ``grid`` each takes, how the messages name it, and whether its
+    positions are all within the trained length of a length-dependent scaling.
+
+    One call with every position; for a scaling whose frequencies depend on the length (dynamic, longrope) and a
+    grid on both sides of the trained length, first a call with the positions within it, apart: within one call
+    that reaches beyond, every row takes the long frequencies, so that call alone cannot tell an engine that takes
+    them at every length.
+    """
+    every = np.ones(len(grid), dtype=bool)
+    length = kind.scaling.original_max_position_embeddings or plan.max_position_embeddings
+    if not kind.rotates or kind.scaling.rope_type not in _LENGTH_DEPENDENT or length is None:
+        return [(every, "", False)]
+    within = grid < length
+    if within.all() or not within.any():
+        return [(every, "", False)]
+    return [
+        (within, f" in the call with the positions within the trained length {length}", True),
+        (every, f" in the call whose positions reach beyond the trained length {length}", False),
+    ]
+
+
 def _config_tolerance(
     kind: posenc.LayerRotary, x: NDArray[np.float64], positions: NDArray[np.float64]
 ) -> NDArray[np.float64]:
@@ -59,8 +87,13 @@ def _config_tolerance(
     return tolerance
 
 
-def _config_candidates(kind: posenc.LayerRotary, plan: posenc.RotaryPlan) -> list[tuple[posenc.LayerRotary, str]]:
-    """Misreadings of a config that implementations are known to make, each with what to say when it matches."""
+def _config_candidates(
+    kind: posenc.LayerRotary, plan: posenc.RotaryPlan, within: bool = False
+) -> list[tuple[posenc.LayerRotary, str]]:
+    """Misreadings of a config that implementations are known to make, each with what to say when it matches.
+
+    ``within``: the call's positions are all within the trained length of a length-dependent scaling.
+    """
     from dataclasses import replace
 
     scaling = kind.scaling
@@ -102,6 +135,18 @@ def _config_candidates(kind: posenc.LayerRotary, plan: posenc.RotaryPlan) -> lis
             f"YaRN with truncate={not scaling.truncate} where the config says truncate={scaling.truncate} (the "
             "correction range's bounds rounded to integers or not)",
         )
+    if scaling.rope_type == "longrope" and scaling.short_factor != scaling.long_factor:
+        if within:
+            add(
+                lambda: replace(kind, scaling=replace(scaling, short_factor=scaling.long_factor)),
+                "longrope's long_factor within the trained length, where transformers divides by short_factor up "
+                "to it and by long_factor beyond (mlx-lm's SuScaledRoPE keeps long_factor only)",
+            )
+        else:
+            add(
+                lambda: replace(kind, scaling=replace(scaling, long_factor=scaling.short_factor)),
+                "longrope's short_factor beyond the trained length, where transformers divides by long_factor",
+            )
     if kind.rotary_dim < width and scaling.rope_type != "proportional":
         add(
             lambda: replace(kind, rotary_dim=width),
@@ -175,7 +220,11 @@ def assert_rotary_matches_config(
     positions : sequence of int or None, default None
         At most 64 positions in ``[0, 2**24]``. Default: 0 to 3, and ``L - 1``, ``L`` and ``2L`` for each
         trained length ``L`` of the config (a scaling's ``original_max_position_embeddings``, else
-        ``max_position_embeddings``, else 4096), capped at ``2**24``.
+        ``max_position_embeddings``, else 4096), capped at ``2**24``. A layer whose frequencies depend on the
+        length of the call (``"dynamic"``, ``"longrope"``: transformers takes the length from the largest
+        position) is called twice when the positions lie on both sides of its trained length: first with
+        those within it, then with all of them. (In one call that reaches beyond, every row takes the long
+        frequencies, so that call alone passes an engine that takes them at every length.)
     seed : int, default 0
         Seed of the random heads.
 
@@ -192,7 +241,9 @@ def assert_rotary_matches_config(
         which: a NoPE layer rotated or a rotating layer left alone, the default base 10000 in place of the
         config's, another layer type's parameters, the scaling left out, YaRN's ``truncate`` or attention factor
         not honoured, a ``partial_rotary_factor`` dropped, the partial and proportional conventions swapped,
-        the pair layout flipped, or the rotation right but its output de-interleaved (see ``rotate_fn``).
+        the pair layout flipped, longrope's long factors within the trained length or its short factors beyond
+        it, or the rotation right but its output de-interleaved (see ``rotate_fn``). For a layer called twice
+        (see ``positions``) it says which call differs.
     TypeError, ValueError
         If an argument of the check is invalid, or :meth:`posenc.RotaryPlan.from_config` cannot read ``config``
         (the message names the key), or a layer rotates on several axes (check those with
@@ -253,28 +304,36 @@ def assert_rotary_matches_config(
     if len(plan.layers) * len(grid) * max(kind.head_dim for kind in plan.kinds) > 16 * MAX_CHECK_ELEMENTS:
         raise ValueError("config has too many layers and features for positions: pass fewer positions")
     rng = np.random.default_rng(seed)
-    wrong: list[tuple[int, float, NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]] = []
+    Array = NDArray[np.float64]
+    wrong: list[tuple[int, float, Array, Array, Array, Array, str, bool]] = []
     for layer, kind in enumerate(plan.layers):
         x = rng.standard_normal((len(grid), kind.head_dim))
         if kind.layer_type in NO_ATTENTION_TYPES:
             continue  # a recurrent or convolutional layer: no queries or keys to rotate
-        description = f"rotate_fn(x, positions, {layer})"
-        if is_torch_module(rotate_fn):
-            got = call_implementation(
-                rotate_fn, description, as_tensor(x, "float32"), positions=as_tensor(grid, "float64"), layer=layer
-            )
-        else:
-            got = call_implementation(rotate_fn, description, x.copy(), grid.copy(), layer)
-        out = as_array(got, description)
-        expect_shape(out, x.shape, description)
-        expected = kind.rotate(x, grid)
-        excess = np.abs(out - expected) / _config_tolerance(kind, x, grid)
-        excess = np.where(np.isfinite(excess), excess, np.inf)
-        if excess.max() > 1.0:
-            wrong.append((layer, float(excess.max()), x, out, expected))
+        for rows, call, within in _calls(kind, plan, grid):
+            description = f"rotate_fn(x, positions, {layer}){call}"
+            x_call, grid_call = x[rows], grid[rows]
+            if is_torch_module(rotate_fn):
+                got = call_implementation(
+                    rotate_fn,
+                    description,
+                    as_tensor(x_call, "float32"),
+                    positions=as_tensor(grid_call, "float64"),
+                    layer=layer,
+                )
+            else:
+                got = call_implementation(rotate_fn, description, x_call.copy(), grid_call.copy(), layer)
+            out = as_array(got, description)
+            expect_shape(out, x_call.shape, description)
+            expected = kind.rotate(x_call, grid_call)
+            excess = np.abs(out - expected) / _config_tolerance(kind, x_call, grid_call)
+            excess = np.where(np.isfinite(excess), excess, np.inf)
+            if excess.max() > 1.0:
+                wrong.append((layer, float(excess.max()), x_call, out, expected, grid_call, call, within))
+                break  # the layer is wrong: its later call adds nothing to the message
     if not wrong:
         return
-    layer, _, x, out, expected = wrong[0]
+    layer, _, x, out, expected, grid, call, within = wrong[0]
     kind = plan.layers[layer]
     tolerance = _config_tolerance(kind, x, grid)
     row, feature = (int(i) for i in np.unravel_index(int(np.argmax(np.abs(out - expected) / tolerance)), x.shape))
@@ -284,7 +343,7 @@ def assert_rotary_matches_config(
         f"rotate_fn differs from the rotation that config (model_type {plan.model_type!r}) describes in "
         f"{len(wrong)} of {len(plan.layers)} layers (layer{'s' if len(wrong) > 1 else ''} {shown}, of type "
         f"{', '.join(map(repr, types))}): layer {layer} by {abs(out - expected)[row, feature]:.3g} at position "
-        f"{int(grid[row])}, feature {feature} (tolerance {tolerance[row, feature]:.2g})."
+        f"{int(grid[row])}, feature {feature} (tolerance {tolerance[row, feature]:.2g}){call}."
     )
 
     def matches(reference: NDArray[np.float64], kind_for_tolerance: posenc.LayerRotary) -> bool:
@@ -329,7 +388,7 @@ def assert_rotary_matches_config(
                 "unchanged when queries and keys are permuted alike, but this check compares features in the "
                 "input's order: re-interleave the output (posenc.rotary_weight_permutation) before the check."
             )
-    for candidate, what in _config_candidates(kind, plan):
+    for candidate, what in _config_candidates(kind, plan, within):
         if matches(candidate.rotate(x, grid), candidate):
             raise AssertionError(message + f" Layer {layer} matches a known misreading: {what}.")
     raise AssertionError(message)
