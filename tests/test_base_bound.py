@@ -16,7 +16,16 @@ import numpy as np
 import pytest
 
 import posenc
-from posenc_book.base_bound import GRID, base_bound, condition_holds, cosine_sum, sum_error, sum_floor, sure_base
+from posenc_book.base_bound import (
+    GRID,
+    base_bound,
+    condition_holds,
+    cosine_sum,
+    grid_verdicts,
+    sum_error,
+    sum_floor,
+    sure_base,
+)
 
 HEAD_DIM = 128
 
@@ -74,6 +83,15 @@ def test_base_bound_gives_the_answers_of_the_direct_scan(length):
     assert (bound.smallest, bound.below) == (GRID[k], GRID[k - 1])
     failing = tuple(float(GRID[j]) for j in range(k + 1, k + 101) if not direct_holds(GRID[j], length))
     assert bound.failing == failing
+
+
+@pytest.mark.parametrize(("length", "low", "high"), [(4096, 1e4, 4e5), (8192, 3e4, 2e6)])
+def test_grid_verdicts_are_the_condition_at_each_grid_base(length, low, high):
+    # below the first grid base, inside base_bound's scan and beyond it (ten times the first grid base)
+    bases, holds = grid_verdicts(length, low, high)
+    assert np.array_equal(bases, GRID[(GRID >= low) & (GRID < high)])
+    assert bases[-1] > 10 * base_bound(length).smallest > bases[0]
+    assert holds.tolist() == [direct_holds(base, length) for base in bases]
 
 
 def test_base_bound_with_another_head_size():

@@ -11,6 +11,7 @@ stay non-negative at every distance :math:`m` below the context length :math:`L`
 - :func:`condition_holds`, whether :math:`B_{m,\theta} \ge 0` at all of them;
 - :func:`base_bound`, the first base of a geometric grid (100 per decade) at which the condition holds for a
   length, and the grid bases above it where the condition fails again, as a :class:`BaseBound`;
+- :func:`grid_verdicts`, whether the condition holds at each grid base of a range, for a length;
 - :func:`sum_floor` and :func:`sure_base`, a lower bound on the sum that only grows with the base, and the base
   above which that bound proves the condition at every base.
 
@@ -40,7 +41,17 @@ from threadpoolctl import ThreadpoolController
 
 import posenc
 
-__all__ = ["GRID", "BaseBound", "cosine_sum", "sum_error", "condition_holds", "base_bound", "sum_floor", "sure_base"]
+__all__ = [
+    "GRID",
+    "BaseBound",
+    "cosine_sum",
+    "sum_error",
+    "condition_holds",
+    "base_bound",
+    "grid_verdicts",
+    "sum_floor",
+    "sure_base",
+]
 
 GRID: NDArray[np.float64] = 10 ** (np.arange(200, 1300) / 100)
 """The bases :func:`base_bound` searches: :math:`10^{j/100}`, 100 per decade, from 100 to about :math:`10^{13}`."""
@@ -284,6 +295,55 @@ def base_bound(length: int, head_dim: int = 128) -> BaseBound:
     """
     _check(length, head_dim)
     return _base_bound(int(length), int(head_dim))
+
+
+def grid_verdicts(
+    length: int, low: float, high: float, head_dim: int = 128
+) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+    r"""Every base of :data:`GRID` in ``[low, high)``, and whether Men et al.'s condition holds there for ``length``.
+
+    Reads :func:`base_bound`'s scan where it can: grid bases below its first holding base fail (it is the first),
+    those of the scan above it fail exactly when they are in its ``failing``; the grid bases beyond the scan
+    are checked with :func:`condition_holds`.
+
+    Parameters
+    ----------
+    length : int
+        The context length; positive.
+    low, high : float
+        The range of bases, ``low < high``.
+    head_dim : int, default 128
+        Features per head; positive and even.
+
+    Returns
+    -------
+    bases : (n,) ndarray of float64
+        The grid bases in ``[low, high)``, increasing.
+    holds : (n,) ndarray of bool
+        Whether the condition holds at each.
+
+    Examples
+    --------
+    >>> bases, holds = grid_verdicts(4096, 1e4, 1e5)
+    >>> len(bases), int(holds.sum())
+    (100, 35)
+    """
+    _check(length, head_dim)
+    if not low < high:
+        raise ValueError(f"low must be below high, got {low!r} and {high!r}")
+    bound = base_bound(length, head_dim)
+    first = int(np.searchsorted(GRID, bound.smallest))
+    failing = {int(np.searchsorted(GRID, base)) for base in bound.failing}
+    chosen = np.flatnonzero((GRID >= low) & (GRID < high))
+    holds = np.array(
+        [
+            j >= first
+            and (j not in failing if j <= first + _BAND else condition_holds(float(GRID[j]), length, head_dim))
+            for j in chosen
+        ],
+        dtype=bool,
+    )
+    return GRID[chosen], holds
 
 
 def sum_floor(base: float, length: int, head_dim: int = 128) -> float:
