@@ -81,6 +81,7 @@ from posenc.testing import (
     assert_alibi_slopes_match_reference,
     assert_layouts_agree_after_permutation,
     assert_mrope_axes_match,
+    assert_rerotated_keys_accurate,
     assert_rotary_angles_accurate,
     assert_rotary_calls_independent,
     assert_rotary_matches_config,
@@ -668,6 +669,13 @@ BAD_CALLS = {
     ),
     "mrope axes check unknown assignment": Bad(
         lambda: assert_mrope_axes_match(print, [24, 20, 20], assignment="blocked"), ValueError, "assignment"
+    ),
+    "rerotation check of an array": Bad(lambda: assert_rerotated_keys_accurate(np.zeros(3)), TypeError, "make_cache"),
+    "rerotation check of an odd head": Bad(
+        lambda: assert_rerotated_keys_accurate(print, head_dim=7), ValueError, "head_dim"
+    ),
+    "rerotation check over its own limit": Bad(
+        lambda: assert_rerotated_keys_accurate(print, window=4096, n_evictions=4096), ValueError, "window", large=True
     ),
     "alibi offset check of an array": Bad(lambda: assert_alibi_offset_matches_slice(np.zeros(3)), TypeError, "bias_fn"),
     "alibi offset check query longer than the cache": Bad(

@@ -27,6 +27,8 @@ Rotary (RoPE)
     :func:`assert_mrope_axes_match`
 A whole model, from its transformers config
     :func:`assert_rotary_matches_config`
+A key cache that evicts tokens and shifts the positions of the rest
+    :func:`assert_rerotated_keys_accurate`
 ALiBi and T5
     :func:`assert_alibi_slopes_match_reference`, :func:`assert_alibi_offset_matches_slice`,
     :func:`assert_t5_buckets_in_range`,
@@ -36,6 +38,7 @@ ALiBi and T5
 from __future__ import annotations
 
 from posenc.testing._alibi import assert_alibi_offset_matches_slice, assert_alibi_slopes_match_reference
+from posenc.testing._cache import assert_rerotated_keys_accurate
 from posenc.testing._config import assert_rotary_matches_config
 from posenc.testing._mrope import assert_mrope_axes_match
 from posenc.testing._rotary import (
@@ -67,4 +70,5 @@ __all__ = [
     "assert_yarn_attention_factor",
     "assert_mrope_axes_match",
     "assert_rotary_matches_config",
+    "assert_rerotated_keys_accurate",
 ]
