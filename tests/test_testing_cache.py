@@ -45,16 +45,17 @@ def rerotating_cache(dtype=torch.float32, n_sink=4, window=124, head_dim=32, new
 
     def make():
         state = {"keys": torch.zeros(0, head_dim, dtype=dtype)}
+        back = torch.full((window - 1,), -1.0)  # one tensor for every shift: the rotary module reuses its table
 
         def push(key, position):
             keys = state["keys"]
             if keys.shape[0] == n_sink + window:
                 after = keys[n_sink + 1 :]
                 if shift:
-                    after = rope(after, positions=torch.full((after.shape[0],), -1.0))
+                    after = rope(after, positions=back)
                 keys = torch.cat([keys[:n_sink], after])
             place = position if new_at == "stream" or not shift else keys.shape[0]
-            new = rope(torch.from_numpy(key).to(dtype)[None], positions=torch.tensor([float(place)]))
+            new = rope(torch.from_numpy(key).to(dtype)[None], offset=place)
             state["keys"] = torch.cat([keys, new])
             return state["keys"]
 
