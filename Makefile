@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 export SOURCE_DATE_EPOCH
 
-.PHONY: venv book test lint unit notebooks bench check-gpu favicon check-site check-reproducible check-portable \
+.PHONY: venv book test lint unit notebooks bench check-gpu check-engines favicon check-site check-reproducible check-portable check-seeds \
 	check-position-from-content clean
 
 venv: $(STAMP)
@@ -47,9 +47,9 @@ book: $(STAMP) $(KERNEL_CONFIG)
 # ruff (configured in pyproject.toml; notebooks/ruff.toml formats chapters to 80 columns), then mypy, strict,
 # over the library (pyproject.toml, [tool.mypy]).
 lint: $(STAMP)
-	$(BIN)/ruff check posenc book/posenc_book tests notebooks book/draw_favicon.py book/_ext
-	$(BIN)/ruff format --check posenc book/posenc_book tests notebooks book/draw_favicon.py book/_ext
-	$(BIN)/mypy posenc
+	$(BIN)/ruff check posenc _posenc_pytestplugin.py book/posenc_book tests notebooks book/draw_favicon.py book/_ext
+	$(BIN)/ruff format --check posenc _posenc_pytestplugin.py book/posenc_book tests notebooks book/draw_favicon.py book/_ext
+	$(BIN)/mypy posenc _posenc_pytestplugin.py
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest --doctest-modules posenc book/posenc_book tests
@@ -69,6 +69,21 @@ bench: $(STAMP)
 # (`$(BIN)/python -m posenc_book.bench_gpu --device cpu` runs the parts that do not need CUDA on the CPU).
 check-gpu: $(STAMP)
 	$(BIN)/python -m posenc_book.bench_gpu --out _build/check-gpu.md
+
+# Chapter 17's engines whose install does not fit `make test` (requirements-engines.txt: ONNX Runtime GenAI's model
+# builder, vLLM's CPU build), in a virtual environment of their own (.venv-engines: requirements.txt, then these
+# without their dependencies' pins); runs every case of the parity matrix in them and GPT-OSS's truncate question,
+# and writes book/data/engines.json (committed; chapter 17 shows it, tests/test_engines.py refuses a stale one).
+ENGINES_VENV := .venv-engines
+ENGINES_STAMP := $(ENGINES_VENV)/.installed
+$(ENGINES_STAMP): requirements.txt requirements-engines.txt pyproject.toml book/pyproject.toml
+	test -x $(ENGINES_VENV)/bin/python || $(PYTHON) -m venv $(ENGINES_VENV)
+	$(ENGINES_VENV)/bin/python -m pip install --quiet -r requirements.txt
+	$(ENGINES_VENV)/bin/python -m pip install --quiet --no-deps -r requirements-engines.txt
+	touch $(ENGINES_STAMP)
+
+check-engines: $(ENGINES_STAMP)
+	$(ENGINES_VENV)/bin/python -m posenc_book.engines.run
 
 # Redraw the site's icon, book/site_root/favicon.ico (committed; tests/test_favicon.py checks it matches).
 favicon: $(STAMP)
@@ -99,6 +114,13 @@ check-portable: $(STAMP) $(KERNEL_CONFIG)
 # chapter reads and tests/test_content_position.py refuses when stale. About 10 minutes on 2 cores; not part of `test`.
 check-position-from-content: $(STAMP)
 	$(BIN)/python -m posenc_book.content_position --out book/data/position_from_content.json
+# Every claim chapters 5, 9 and 12 make about a scheme, a chain or every seed, on nine training seeds (0-8):
+# each chapter's code once per seed, each bound held by every seed with three standard deviations over the
+# seeds of margin. Writes book/data/seed_claims.md (committed; tests/test_seed_claims.py, in `unit`, refuses it when
+# the chapters' code has changed since) and fails if a claim does not hold. About 20 minutes on 2 cores; not
+# part of `test` or CI (tests/check_seeds.py).
+check-seeds: $(STAMP) $(KERNEL_CONFIG)
+	$(BIN)/python tests/check_seeds.py
 
 clean:
 	rm -rf _build

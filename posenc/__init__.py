@@ -41,6 +41,12 @@ A transformers model's positions, :mod:`posenc.config`
     layer kind), :class:`QueryScaling` and :func:`query_scale` (the position-dependent query multipliers of
     Llama 4, Ministral 3 and Mistral 4); :func:`posenc.nn.rotary_embedding` builds a layer's module
 
+What a configuration does with positions, and its pitfalls, :mod:`posenc.check`
+    :func:`check_config` (a ``config.json``, a model directory, its dict or a config object: one
+    :class:`KindCheck` per layer kind, the defaults filled in, a :class:`CheckWarning` per pitfall, Men et al.'s
+    condition at a context length as a :class:`ContextCheck`), :class:`ConfigCheck`; ``posenc check
+    config.json`` on the command line
+
 Types and constants
     :data:`Layout` and :data:`LAYOUTS` (sinusoidal table layouts), :data:`RotaryLayout` and
     :data:`ROTARY_LAYOUTS` (rotary pair layouts), :data:`RopeType` and :data:`ROPE_TYPES` (rotary
@@ -53,6 +59,7 @@ from importlib.metadata import version as _version
 from posenc._validation import LAYOUTS, MAX_TABLE_ELEMENTS, ROTARY_LAYOUTS, Layout, RotaryLayout
 from posenc.alibi import alibi_bias, alibi_slopes
 from posenc.base_condition import base_condition_error, base_condition_holds, base_condition_sum
+from posenc.check import CHECK_SCHEMA, CheckWarning, ConfigCheck, ContextCheck, KindCheck, check_config
 from posenc.config import QUERY_SCALE_KINDS, LayerRotary, QueryScaleKind, QueryScaling, RotaryPlan, query_scale
 from posenc.cope import cope_logits, cope_positions
 from posenc.forgetting import forgetting_bias
@@ -115,6 +122,13 @@ __all__ = [
     "QueryScaling",
     "RotaryPlan",
     "query_scale",
+    # what a configuration does with positions, and its pitfalls (posenc check)
+    "CHECK_SCHEMA",
+    "CheckWarning",
+    "ConfigCheck",
+    "ContextCheck",
+    "KindCheck",
+    "check_config",
     # relative-position biases
     "alibi_bias",
     "alibi_slopes",

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Literal
 
@@ -85,7 +85,7 @@ LEGACY_LAYER_TYPES: dict[str, str] = {
 (``configuration_utils._LEGACY_LAYER_TYPE_REMAP``, applied to every config's ``layer_types``)."""
 
 
-RopeForm = Literal["mixin", "by_layer_type", "as_given", "not_carried"]
+RopeForm = Literal["mixin", "by_layer_type", "as_given", "not_carried", "fixed", "theta_only"]
 """How a configuration class builds ``rope_parameters`` from a config.json:
 
 - ``"mixin"`` (``RotaryEmbeddingConfigMixin.convert_rope_params_to_dict``): ``rope_scaling``, else
@@ -99,6 +99,10 @@ RopeForm = Literal["mixin", "by_layer_type", "as_given", "not_carried"]
   dict; nothing is filled in;
 - ``"not_carried"`` (DeepSeek-V4, dots3.note): as ``"as_given"``, but the class builds its nested dict from keys of
   its own by a rule posenc does not carry: a config without a nested ``rope_parameters`` is refused.
+- ``"fixed"`` (GPT-J, CodeGen): no rope dict at all; the modeling code fixes the base (:attr:`Family.fixed_theta`)
+  and reads no scaling, whatever the config says;
+- ``"theta_only"`` (ESM): the rotary embedding reads ``config.rope_theta`` (its class's default where the file has
+  none) and nothing else: no scaling, no partial factor.
 """
 
 
@@ -209,7 +213,7 @@ class Family:
     softmax_mscale: bool = False
     query_scaling: QueryRule | None = None
     modeling: str | None = None
-    head_rule: Literal["default", "sam_memory", "double_hidden"] = "default"
+    head_rule: Literal["default", "sam_memory", "double_hidden", "derived"] = "default"
     feature_order: FeatureOrder = "natural"
     frequency_scale: float = 1.0
     rope_optional: bool = False
@@ -225,6 +229,11 @@ class Family:
     per_layer_required: bool = False  # a per_layer_config the class derives by a rule posenc does not carry
     nope_on_full_layers: bool = False  # MUSE: without layer_rope_theta, the layer pattern's full layers are NoPE
     partial_hardcoded: bool = False  # Bamba: __post_init__ sets the top-level partial_rotary_factor to its default
+    rotary_dim_key: str | None = None  # MiniMax-M2: a legacy width, partial_rotary_factor = value / head_dim
+    rope_switch: tuple[str, str] | None = None  # Granite 4.0-H: the model rotates only when config[key] == value
+    switch_off: Literal["nope", "absolute"] = "nope"  # what the model does otherwise (ESM: absolute embeddings)
+    fixed_theta: float | None = None  # rope_form "fixed": the base the modeling code fixes
+    partial_ignored: bool = False  # the default frequencies never read partial_rotary_factor (PARTIAL_IGNORED)
 
     @property
     def source(self) -> str:
@@ -325,6 +334,13 @@ def _d(config_class: str, **values: Any) -> ClassDefaults:
     return ClassDefaults(config_class, values)
 
 
+_GPT_NAMES = (
+    ("max_position_embeddings", "n_positions"),
+    ("hidden_size", "n_embd"),
+    ("num_attention_heads", "n_head"),
+    ("num_hidden_layers", "n_layer"),
+)
+"""GPT-J's and CodeGen's ``attribute_map``: the config.json names of the sizes."""
 _VISION = dict(layer_count_keys=("depth", "num_hidden_layers"))
 _VISION_MAP = dict(_VISION, attribute_map=(("num_attention_heads", "num_heads"), ("num_hidden_layers", "depth")))
 _MROPE = ("mrope_section", "mrope_interleaved", "max_position_embeddings")
@@ -1525,6 +1541,7 @@ FAMILIES: dict[str, Family] = {
             rope_theta=10000.0,
         ),
         layer_pattern=LayerPattern("constant", full="linear_attention"),
+        rope_switch=("position_embedding_type", "rope"),  # GraniteMoeHybridModel: rotary_emb only for "rope"
     ),
     "granitemoeshared": _f(
         "granitemoeshared",
@@ -1989,6 +2006,7 @@ FAMILIES: dict[str, Family] = {
             num_hidden_layers=62,
             rope_theta=5000000.0,
         ),
+        rotary_dim_key="rotary_dim",  # MiniMaxM2Config.convert_rope_params_to_dict
     ),
     "minimax_m3_vl_text": _f(
         "minimax_m3_vl",
@@ -3301,6 +3319,41 @@ FAMILIES: dict[str, Family] = {
         head_rule="double_hidden",
         attribute_map=(("layer_types", "layers_block_type"), ("head_dim", "attention_head_dim")),
     ),
+    "codegen": _f(
+        "codegen",
+        _d("CodeGenConfig", n_embd=4096, n_head=16, n_layer=28, n_positions=2048, rotary_dim=64),
+        layout="interleaved",  # rotate_every_two: pairs (2i, 2i + 1)
+        rope_form="fixed",
+        fixed_theta=10000.0,  # create_sinusoidal_positions: 10000 ** (arange(0, dim, 2) / dim)
+        rotary_dim_key="rotary_dim",  # the first rotary_dim features (None: all of them)
+        attribute_map=_GPT_NAMES,
+        head_rule="derived",  # its attention's head_dim is n_embd // n_head: a head_dim key is not read
+    ),
+    "esm": _f(
+        "esm",
+        _d(
+            "EsmConfig",
+            hidden_size=768,
+            num_attention_heads=12,
+            num_hidden_layers=12,
+            max_position_embeddings=1026,
+            rope_theta=10000.0,
+            position_embedding_type="absolute",
+        ),
+        rope_form="theta_only",
+        rope_switch=("position_embedding_type", "rotary"),  # EsmModel: rotary_embeddings only for "rotary"
+        switch_off="absolute",
+    ),
+    "gptj": _f(
+        "gptj",
+        _d("GPTJConfig", n_embd=4096, n_head=16, n_layer=28, n_positions=2048, rotary_dim=64),
+        layout="interleaved",
+        rope_form="fixed",
+        fixed_theta=10000.0,
+        rotary_dim_key="rotary_dim",
+        attribute_map=_GPT_NAMES,
+        head_rule="derived",  # its attention's head_dim is n_embd // n_head: a head_dim key is not read
+    ),
     "zaya": _f(
         "zaya",
         _d(
@@ -3320,3 +3373,171 @@ FAMILIES: dict[str, Family] = {
     ),
 }
 """The families of transformers v5.23 whose configuration builds with its defaults and rotates, by ``model_type``."""
+
+PARTIAL_IGNORED = frozenset(
+    """
+    afmoe apertus arcee aria_text axk1 axk2 bailing_hybrid beam bitnet blt_global_transformer blt_local_decoder
+    blt_local_encoder blt_patcher chameleon cohere cohere2 cohere2_moe cosmos3_edge_text csm
+    csm_depth_decoder_model cwm dbrx deepseek_ocr2_encoder deepseek_ocr2_text deepseek_v2 deepseek_v3
+    deepseek_v32 dia_decoder dia_encoder diffllama doge dots1 embedding_gemma2_text emu3_text_model eomt_dinov3
+    ernie4_5 ernie4_5_moe ernie4_5_vl_moe_text esmc eurobert evolla exaone4 exaone_moe falcon falcon_h1
+    flex_olmo flint gemma gemma2 gemma3_text gemma3n_text gemma4_text gemma4_unified_text glm_moe_dsa gpt_oss
+    gradium_phonon_tts granite granite4_vision_text granite_docling_text granite_swa granitemoe granitemoe_swa
+    granitemoehybrid granitemoeshared gte helium higgs_audio_v2 hrm_text hunyuan_v1_dense hunyuan_v1_moe
+    hunyuan_vl_text hy_v3 hy_v4 hyperclovax idefics jais2 jetmoe jina_embeddings_v3 kolibri1
+    kyutai_speech_to_text lasr_encoder lfm2 lfm2_moe lfm3 llama llama4_text longcat_flash mimi mimi_decoder
+    mimi_encoder minicpm3 minimax ministral ministral3 mistral mistral4 mistral_large4_text mixtral
+    mllama_text_model modernbert modernbert-decoder molmo2_text moshi muse_glimmer_assistant muse_glimmer_text
+    muse_spark_text nanochat neucodec nomic_bert olmo olmo2 olmo3 olmo_hybrid olmoe openai_privacy_filter
+    paddleocr_vl_text pe_audio_encoder pe_audio_video_encoder pe_video_encoder phimoe pocket_tts
+    pocket_tts_audio_tokenizer pocket_tts_audio_tokenizer_decoder pocket_tts_audio_tokenizer_encoder qwen2
+    qwen2_5_omni_dit qwen2_5_omni_talker qwen2_5_omni_text qwen2_5_vl_text qwen2_moe qwen2_vl_text qwen3
+    qwen3_moe qwen3_omni_moe_code2wav qwen3_omni_moe_talker_code_predictor qwen3_omni_moe_talker_text
+    qwen3_omni_moe_text qwen3_vl_moe_text qwen3_vl_text seed_oss smollm3 starcoder2 t5_gemma_module
+    t5gemma2_decoder t5gemma2_text timesfm2_5 ultrabert unlimited_ocr_text vaultgemma voxtral_realtime_encoder
+    voxtral_realtime_text xcodec2 youtu zamba2
+    """.split()
+)
+"""The families whose rotary embedding's ``compute_default_rope_parameters`` never reads ``partial_rotary_factor``
+(Llama's and its copies): under the default rope type they turn the whole head whatever the factor says, while the
+other rope types' frequencies (``modeling_rope_utils``) cover ``int(head_dim * factor)`` features, which their
+``apply_rotary_pos_emb`` cannot apply to the whole head. tests/test_model_zoo.py reads this set from each family's
+rotary class."""
+
+for _name in PARTIAL_IGNORED:
+    FAMILIES[_name] = replace(FAMILIES[_name], partial_ignored=True)
+
+ROTATES_UNREAD: dict[str, str] = {
+    **dict.fromkeys(
+        ("clvp", "clvp_decoder", "clvp_encoder"),
+        "CLVP's speech encoders rotate max(projection_dim // (2 * num_attention_heads), 32) features at base 10000, "
+        "a width its module derives from sizes; posenc has no entry for it",
+    ),
+    "dinov3_vit": "an image tower: its angles are patch-centre coordinates the module computes from the image (with "
+    "training-time shift, jitter and rescale), not positions a caller gives",
+    "sapiens2": "an image tower: its angles are patch-centre coordinates the module computes from the image, not "
+    "positions a caller gives",
+    "efficientloftr": "its rotary covers the whole hidden size at 4 x the head's frequencies (partial_rotary_factor "
+    "4.0) on an image grid computed inside the module; posenc refuses partial_rotary_factor > 1",
+    "esmfold2": "protein-structure coordinates and unit ids, rotated at frequencies of both kinds the module "
+    "concatenates, not positions a caller gives",
+    "lightglue": "its angles come from keypoint coordinates through a learned projection, not from positions",
+    "musicflamingo": "its angles are audio timestamps times a window position, computed inside the module from "
+    "timestamps; no position or coordinate posenc could be given",
+    "roformer": "its angles come from a sinusoidal table indexed by the sequence's own offsets, not position_ids, and "
+    "it rotates the values too when rotary_value is set",
+    "seamless_m4t": "a speech encoder (conformer) that rotates when position_embeddings_type is 'rotary', at "
+    "rotary_embedding_base; posenc has no entry for it",
+    "vjepa2": "a video tower: three axes (time, height, width) of a third of the head each, on patch coordinates "
+    "the module computes",
+    "wav2vec2-bert": "a speech encoder (conformer) that rotates when position_embeddings_type is 'rotary', at "
+    "rotary_embedding_base; posenc has no entry for it",
+    "wav2vec2-conformer": "a speech encoder (conformer) that rotates when position_embeddings_type is 'rotary', at "
+    "rotary_embedding_base; posenc has no entry for it",
+}
+"""The ``model_type`` values of transformers v5.23 whose modeling code rotates but that posenc does not read, with the
+reason (tests/test_model_zoo.py finds every modeling file that calls a rotation function: each is a family of
+:data:`FAMILIES` or listed here)."""
+COMPOSITES: dict[str, str] = {
+    "aria": "aria_text",
+    "audioflamingo3": "qwen2",
+    "aya_vision": "cohere2",
+    "cohere2_vision": "cohere2",
+    "cosmos3_edge": "cosmos3_edge_text",
+    "cosmos3_omni": "qwen3_vl_text",
+    "deepseek_ocr2": "deepseek_ocr2_text",
+    "deepseek_vl": "llama",
+    "deepseek_vl_hybrid": "llama",
+    "diffusion_gemma": "diffusion_gemma_text",
+    "dots3_note": "dots3_note_text",
+    "embedding_gemma2": "embedding_gemma2_text",
+    "emu3": "emu3_text_model",
+    "ernie4_5_vl_moe": "ernie4_5_vl_moe_text",
+    "exaone4_5": "exaone4",
+    "fast_vlm": "qwen2",
+    "fun_asr_nano": "qwen3",
+    "fuyu": "persimmon",
+    "gemma3": "gemma3_text",
+    "gemma3n": "gemma3n_text",
+    "gemma4": "gemma4_text",
+    "gemma4_unified": "gemma4_unified_text",
+    "gemma4_unified_assistant": "gemma4_unified_text",
+    "glm46v": "glm4v_text",
+    "glm4v": "glm4v_text",
+    "glm4v_moe": "glm4v_moe_text",
+    "glm_image": "glm_image_text",
+    "glm_ocr": "glm_ocr_text",
+    "glmasr": "llama",
+    "glmga": "glm4v_text",
+    "got_ocr2": "qwen2",
+    "granite4_vision": "granite4_vision_text",
+    "granite_docling": "granite_docling_text",
+    "granite_speech": "granite",
+    "granite_speech_plus": "granite",
+    "hunyuan_vl": "hunyuan_vl_text",
+    "hyperclovax_vision_v2": "hyperclovax",
+    "idefics2": "mistral",
+    "idefics3": "llama",
+    "internvl": "qwen2",
+    "janus": "llama",
+    "jev": "qwen3_5_text",
+    "kimi_k25": "deepseek_v3",
+    "lfm2_vl": "lfm2",
+    "lfm3_vl": "lfm3",
+    "lighton_ocr": "qwen3",
+    "llama4": "llama4_text",
+    "llava": "llama",
+    "llava_next": "llama",
+    "llava_next_video": "llama",
+    "llava_onevision": "qwen2",
+    "minicpm_ocr": "qwen3_5_text",
+    "minicpmv4_6": "qwen3_5_text",
+    "minicpmv4_7": "qwen3_5_text",
+    "minimax_m3_vl": "minimax_m3_vl_text",
+    "mistral3": "mistral",
+    "mistral_large4": "mistral_large4_text",
+    "mllama": "mllama_text_model",
+    "modernvbert": "modernbert",
+    "molmo2": "molmo2_text",
+    "moss_transcribe_diarize": "qwen3",
+    "muse_glimmer": "muse_glimmer_text",
+    "muse_spark": "muse_spark_text",
+    "musicflamingo": "qwen2",
+    "ovis2": "qwen2",
+    "paddleocr_vl": "paddleocr_vl_text",
+    "paligemma": "gemma",
+    "pe_audio": "modernbert",
+    "pe_audio_video": "modernbert",
+    "pe_video": "modernbert",
+    "perception_lm": "llama",
+    "pp_chart2table": "qwen2",
+    "qianfan_ocr": "qwen3",
+    "qwen2_5_omni_thinker": "qwen2_5_omni_text",
+    "qwen2_5_vl": "qwen2_5_vl_text",
+    "qwen2_audio": "qwen2",
+    "qwen2_vl": "qwen2_vl_text",
+    "qwen3_5": "qwen3_5_text",
+    "qwen3_5_moe": "qwen3_5_moe_text",
+    "qwen3_asr": "qwen3",
+    "qwen3_omni_moe_thinker": "qwen3_omni_moe_text",
+    "qwen3_vl": "qwen3_vl_text",
+    "qwen3_vl_moe": "qwen3_vl_moe_text",
+    "qwen4_exp": "qwen4_exp_text",
+    "shieldgemma2": "gemma3_text",
+    "smolvlm": "llama",
+    "step3p7": "step3p5",
+    "t5gemma2_encoder": "t5gemma2_text",
+    "ultravbert": "ultrabert",
+    "unlimited_ocr": "unlimited_ocr_text",
+    "vibevoice": "qwen2",
+    "vibevoice_asr": "qwen2",
+    "video_llama_3": "qwen2",
+    "video_llava": "llama",
+    "vipllava": "llama",
+    "voxtral": "llama",
+    "voxtral_realtime": "voxtral_realtime_text",
+}
+"""Composite ``model_type`` values of transformers v5.23 (a language model inside, built from their ``text_config``)
+and the ``model_type`` of the language model their class builds by default, where posenc reads that family: a
+composite config is refused with this name, for the caller to pass its ``text_config``. tests/test_model_zoo.py
+builds each class to check the names."""

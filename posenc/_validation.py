@@ -36,6 +36,11 @@ MAX_OFFSET = 2**52
 """Largest ``|offset|`` (absolute position of query 0) the relative-position functions accept: with at most
 :data:`MAX_TABLE_ELEMENTS` queries or keys, every position and difference of positions stays exact in float64."""
 
+MAX_EXACT_INTEGER = 2**53
+"""Largest magnitude of an integer position the library accepts: every integer in ``[-2**53, 2**53]`` converts to
+float64 exactly, and ``2**53 + 1`` would become ``2**53`` (``posenc.nn.RotaryEmbedding`` bounds ``offset + seq`` by
+the same number)."""
+
 Choice = TypeVar("Choice", bound=str)
 
 
@@ -181,11 +186,27 @@ def check_float_dtype(dtype: DTypeLike) -> np.dtype[Any]:
     return resolved
 
 
+def check_exact_integers(array: NDArray[Any], name: str, accepted: str) -> None:
+    """Refuse an integer ``array`` holding a value beyond :data:`MAX_EXACT_INTEGER` in magnitude.
+
+    Such a value would change when converted to float64 (``2**53 + 1`` becomes ``2**53``): a position rounded so
+    would be rotated or encoded as another position, with no message. Floating arrays are what they are.
+    """
+    if np.issubdtype(array.dtype, np.integer) and array.size:
+        beyond = (array > MAX_EXACT_INTEGER) | (array < -MAX_EXACT_INTEGER)
+        if np.any(beyond):
+            raise ValueError(
+                f"{name} must be {accepted}: integers beyond 2**53 in magnitude do not convert to float64 exactly, "
+                f"got {array[beyond].flat[0]}"
+            )
+
+
 def check_positions(positions: object, d_model: int) -> NDArray[np.float64]:
     """Return the positions as a 1-D float64 array, refusing tables that would be too large.
 
     ``positions`` is either an int ``n >= 0`` (meaning ``0, 1, ..., n - 1``) or a 1-D array-like of finite
-    real numbers. An int count is checked against :data:`MAX_TABLE_ELEMENTS` before it is expanded.
+    real numbers (integers at most ``2**53`` in magnitude, which float64 holds exactly). An int count is checked
+    against :data:`MAX_TABLE_ELEMENTS` before it is expanded.
     """
     accepted = "an int >= 0 or a 1-D array of finite real numbers"
     if is_int(positions):
@@ -204,6 +225,7 @@ def check_positions(positions: object, d_model: int) -> NDArray[np.float64]:
     if array.ndim != 1:
         raise ValueError(f"positions must be {accepted}, got an array of shape {array.shape}")
     check_table_size(len(array), d_model)
+    check_exact_integers(array, "positions", accepted)
     array = array.astype(np.float64)
     if not np.all(np.isfinite(array)):
         raise ValueError(f"positions must be {accepted}: found NaN or infinity")
@@ -217,7 +239,9 @@ def check_query_key_lengths(
 
     Query ``i`` sits at absolute position ``offset + i`` and key ``j`` at ``j``. Refuses a result of more than
     :data:`MAX_TABLE_ELEMENTS` elements (``n_per_pair`` values per (query, key) pair, ``per_pair_name`` names
-    that factor in the message, ``hint`` ends it as in :func:`check_table_size`).
+    that factor in the message, ``hint`` ends it as in :func:`check_table_size`). An empty result (no queries,
+    or no keys) passes whatever the other length: every caller returns it before it computes anything per query
+    or per key (tests/test_positions.py, ``test_an_empty_bias_allocates_nothing_of_the_other_length``).
     """
     queries = check_int(q_len, "q_len")
     keys = queries if k_len is None else check_int(k_len, "k_len")

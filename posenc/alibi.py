@@ -167,6 +167,8 @@ def alibi_bias(
             f"offset must be >= 0 when causal=True, got {offset} (q_len={q_len}, k_len={k_len}): query 0 would "
             "see no key; give k_len >= q_len, an offset >= 0, or causal=False"
         )
+    if not (q_len and k_len):  # an empty bias: allocate nothing of the other length (it may be huge)
+        return np.zeros((n_heads, q_len, k_len))
     # offset + i - j, exact in float64 (|offset| <= 2**52 and the lengths are at most 2**28)
     distance = (np.arange(q_len, dtype=np.float64) + offset)[:, None] - np.arange(k_len, dtype=np.float64)
     slopes = _slopes(n_heads)[:, None, None]

@@ -33,14 +33,16 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from posenc._families import (
+    COMPOSITES,
     FAMILIES,
     LEGACY_LAYER_TYPES,
     NO_ATTENTION_TYPES,
+    ROTATES_UNREAD,
     Family,
     LayerPattern,
     mrope_axes_of_pairs,
 )
-from posenc._rope import DEFAULT, RopeScaling, inverse_frequencies
+from posenc._rope import DEFAULT, RopeScaling, check_base_agrees, inverse_frequencies
 from posenc._validation import ROTARY_LAYOUTS, RotaryLayout, check_choice, check_int, check_real, is_int, is_real
 from posenc.multiaxis import rotate_multiaxis
 from posenc.rotary import rotate
@@ -260,7 +262,8 @@ class LayerRotary:
     Raises
     ------
     TypeError, ValueError
-        If a field has the wrong type or is out of range, or the fields disagree.
+        If a field has the wrong type or is out of range, or the fields disagree (a ``scaling.rope_theta`` other
+        than ``base``, for one).
     """
 
     layer_type: str
@@ -291,6 +294,7 @@ class LayerRotary:
         object.__setattr__(self, "base", check_real(self.base, "base", above=1.0))
         if not isinstance(self.scaling, RopeScaling):
             raise TypeError(f"scaling must be a posenc.RopeScaling, got {type(self.scaling).__name__}")
+        check_base_agrees(self.scaling, self.base)  # a scaling's rope_theta must be the base
         if self.query_scaling is not None and not isinstance(self.query_scaling, QueryScaling):
             raise TypeError(f"query_scaling must be None or a QueryScaling, got {type(self.query_scaling).__name__}")
         object.__setattr__(self, "softmax_scale", check_real(self.softmax_scale, "softmax_scale", above=0.0))
@@ -694,6 +698,17 @@ def _read(config: object, model_type: str | None) -> RotaryPlan:
     if not isinstance(model_type, str):
         raise TypeError(f"model_type must be a str, got {type(model_type).__name__} {model_type!r}")
     family = FAMILIES.get(model_type)
+    if family is None and model_type in ROTATES_UNREAD:
+        raise ValueError(
+            f"config['model_type'] = {model_type!r}: transformers' {model_type} rotates its queries and keys, but "
+            f"posenc does not read it: {ROTATES_UNREAD[model_type]}"
+        )
+    if family is None and model_type in COMPOSITES:
+        raise ValueError(
+            f"config['model_type'] = {model_type!r} is a composite model whose language model is a "
+            f"{COMPOSITES[model_type]!r} model: pass its text_config (a config.json that keeps the language model's "
+            f"keys at its top level: with model_type={COMPOSITES[model_type]!r}, where transformers reads them there)"
+        )
     if family is None:
         raise ValueError(
             f"config['model_type'] = {model_type!r} is not a family posenc knows (transformers v5.23 families that "
@@ -715,6 +730,16 @@ def _read(config: object, model_type: str | None) -> RotaryPlan:
         reader.defaults = family.defaults.values
     layer_types = _layer_types(reader, family)
     rope = _rope_parameters(reader, family, layer_types)
+    if family.rope_switch is not None and reader.get(family.rope_switch[0]) != family.rope_switch[1]:
+        switch, value = family.rope_switch
+        if family.switch_off == "absolute":
+            raise ValueError(
+                f"config[{switch!r}] = {reader.get(switch)!r}: {family.source} adds absolute position embeddings and "
+                f"rotates nothing unless it is {value!r}"
+            )
+        # Granite 4.0-H builds its rotary embedding only for position_embedding_type "rope" (its checkpoints say
+        # "nope", its class None): every attention layer then runs unrotated, whatever the rope dict says
+        rope = None
     n_layers = _n_layers(reader, family, layer_types)
     max_positions = reader.get("max_position_embeddings")
     if max_positions is not None:
@@ -795,6 +820,19 @@ def _rope_parameters(reader: _Config, family: Family, layer_types: list[str] | N
     (and the family's legacy names) moved in, and the class's defaults where a dict of a config.json has neither
     (:data:`posenc._families.RopeForm`). None for a family that runs without rotation when its base is None (OLMo
     Hybrid)."""
+    if family.rope_form == "fixed":
+        fixed: dict[str, Any] = {"rope_type": "default", "rope_theta": family.fixed_theta}  # the code's constant
+        width_key = family.rotary_dim_key
+        if width_key is not None and reader.get(width_key) is not None:
+            # GPT-J's attention turns the first rotary_dim features (None: all of them)
+            width = check_int(reader.get(width_key), f"config[{width_key!r}]", minimum=1)
+            fixed["partial_rotary_factor"] = width / _head_dim(reader, family)
+        return fixed
+    if family.rope_form == "theta_only":
+        theta = reader.get("rope_theta") if reader.given("rope_theta") else None
+        if theta is None and reader.is_dict:
+            theta = reader.default("rope_theta")
+        return {"rope_type": "default", "rope_theta": theta}
     parameters = reader.get("rope_parameters")
     legacy = reader.get("rope_scaling")
     if parameters is not None and legacy is not None and parameters is not legacy and dict(parameters) != dict(legacy):
@@ -856,6 +894,12 @@ def _fill_rope_defaults(reader: _Config, family: Family, rope: dict[str, Any], l
     for key in ("rope_theta", "partial_rotary_factor"):
         names = [legacy for legacy, canonical in family.aliases if canonical == key] + [key]
         given = next((reader.get(name) for name in names if reader.given(name)), _MISSING)
+        width_key = family.rotary_dim_key
+        if key == "partial_rotary_factor" and given is _MISSING and width_key and reader.get(width_key) is not None:
+            # MiniMax-M2's convert_rope_params_to_dict: a legacy width, kwargs.setdefault("partial_rotary_factor",
+            # rotary_dim / head_dim), where neither the file's factor nor the rope dict's says otherwise
+            width = check_int(reader.get(width_key), f"config[{width_key!r}]", minimum=1)
+            given = width / _head_dim(reader, family)
         if key == "partial_rotary_factor" and family.partial_hardcoded and given is not _MISSING:
             # Bamba's __post_init__ replaces the top-level value by its default before the rope dict takes it
             given = family.defaults.values[key]
@@ -1044,7 +1088,7 @@ def _head_dim(layer: _Config, family: Family) -> int:
         return hidden // (rate * heads)
     if layer.is_dict and family.rotary == "mla" and family.mla_head == "rope":
         return _mla_dims(layer)[2]  # the class sets head_dim = qk_rope_head_dim, whatever config.json says
-    head_dim = layer.get("head_dim")
+    head_dim = layer.get("head_dim") if family.head_rule != "derived" else None
     if head_dim is None and family.head_rule == "double_hidden":
         # Zamba 2's attention_head_dim: 2 * hidden_size // num_attention_heads (its attention sees [x, embedding])
         return (
@@ -1142,16 +1186,28 @@ def _read_layer(
         and parameters.get("rope_type", parameters.get("type")) == "dynamic"
     ):
         # HunYuan: "dynamic" with a fixed alpha is a fixed NTK base, base * alpha ** (d / (d - 2)).
+        # Its compute_ntk_alpha_rope_parameters reads rope_theta, alpha and config.head_dim, nothing else: the
+        # other keys its checkpoints ship (factor, YaRN's beta_fast, mscale, ...) are ignored, and the whole head turns.
         alpha = check_real(family_values["alpha"], f"{where}['alpha']", above=0.0)
-        parameters = {key: value for key, value in parameters.items() if key not in ("rope_type", "type", "factor")}
         base = base * alpha ** (config_head_dim / (config_head_dim - 2))
-        parameters["rope_theta"] = base
+        parameters = {"rope_type": "default", "rope_theta": base}
     scaling = RopeScaling.from_dict(
         parameters,
         max_position_embeddings=max_positions,
         original_max_position_embeddings=reader.get("original_max_position_embeddings"),
     )
+    if family.partial_ignored and scaling.rope_type == "default" and scaling.partial_rotary_factor != 1.0:
+        # Llama's compute_default_rope_parameters (and its copies) never reads the factor: the whole head turns
+        scaling = replace(scaling, partial_rotary_factor=1.0)
     rotary_dim = family.axial_rotary_dim(config_head_dim) or _rotary_dim(config_head_dim, scaling, where)
+    if family.partial_ignored and family.rotary != "mla" and scaling.rope_type != "proportional":
+        if rotary_dim != config_head_dim:
+            raise ValueError(
+                f"{where}['partial_rotary_factor'] = {scaling.partial_rotary_factor}: the {scaling.rope_type!r} "
+                f"frequencies cover int({config_head_dim} * {scaling.partial_rotary_factor}) = {rotary_dim} features, "
+                f"but {family.source} turns every feature of the head (its default frequencies ignore the factor, "
+                "its apply_rotary_pos_emb does not slice), so transformers fails on this config"
+            )
     head_dim, offset = config_head_dim, 0
     if family.rotary == "mla":
         nope_dim, rope_dim = _mla_dims(layer)[1:]

@@ -40,6 +40,7 @@ from posenc._validation import (
     RotaryLayout,
     check_choice,
     check_d_model,
+    check_exact_integers,
     check_int,
     check_real,
     check_table_size,
@@ -253,6 +254,7 @@ def _real_array(value: object, name: str, accepted: str) -> NDArray[np.float64]:
         raise TypeError(f"{name} must be {accepted}, got an array of dtype {array.dtype}")
     if array.size > MAX_TABLE_ELEMENTS:
         raise ValueError(f"{name} must have at most {MAX_TABLE_ELEMENTS} elements, got {array.size}")
+    check_exact_integers(array, name, accepted)
     converted = array.astype(np.float64)
     if not np.all(np.isfinite(converted)):
         raise ValueError(f"{name} must be {accepted}: found NaN or infinity")
@@ -321,10 +323,11 @@ def rotate_multiaxis(
     x : (..., seq, head_dim) array_like of real
         Queries or keys, one head per slice, e.g. ``(batch, heads, seq, head_dim)``.
     positions : (..., seq, n_axes) array_like of real
-        The coordinates of each row of ``x`` (``positions[..., r, a]``: row ``r`` on axis ``a``), finite reals;
-        the leading axes broadcast against ``x.shape[:-2]`` from the right, so a ``(seq, n_axes)`` array serves
-        every batch entry and head, and ``(batch, 1, seq, n_axes)`` gives each batch entry its own. transformers'
-        M-RoPE ``position_ids`` of shape ``(3, batch, seq)`` are ``np.moveaxis(position_ids, 0, -1)[:, None]``.
+        The coordinates of each row of ``x`` (``positions[..., r, a]``: row ``r`` on axis ``a``), finite reals
+        (integers at most ``2**53`` in magnitude); the leading axes broadcast against ``x.shape[:-2]`` from the
+        right, so a ``(seq, n_axes)`` array serves every batch entry and head, and ``(batch, 1, seq, n_axes)`` gives
+        each batch entry its own. transformers' M-RoPE ``position_ids`` of shape ``(3, batch, seq)`` are
+        ``np.moveaxis(position_ids, 0, -1)[:, None]``.
     frequencies : (n_axes, n_pairs) array_like of real
         :math:`F`: pair ``i`` turns by ``sum_a positions[..., a] * frequencies[a, i]``. From
         :func:`axial_frequencies`, :func:`mrope_frequencies`, or any finite matrix (RoPE-Mixed's learned

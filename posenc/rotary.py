@@ -255,8 +255,8 @@ def rotate(
         Queries or keys, one head per slice; ``head_dim`` positive, and even unless only part of the head is
         rotated.
     positions : int or (seq,) array_like of real
-        The position of each of the ``seq`` rows: any finite real numbers, or an int ``seq`` for
-        ``0, 1, ..., seq - 1``.
+        The position of each of the ``seq`` rows: any finite real numbers (integers at most ``2**53`` in
+        magnitude, which float64 holds exactly), or an int ``seq`` for ``0, 1, ..., seq - 1``.
     base : float or None, default None
         As in :func:`rotary_frequencies`: ``None`` is the scaling's ``"rope_theta"``, else 10000.0.
     layout : {"interleaved", "halves"}, default "interleaved"

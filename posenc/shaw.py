@@ -74,6 +74,8 @@ def shaw_relative_indices(
     """
     max_distance = check_int(max_distance, "max_distance", minimum=0, maximum=MAX_TABLE_ELEMENTS // 2)
     q_len, k_len, offset = check_query_key_lengths(q_len, k_len, offset)
+    if not (q_len and k_len):  # an empty table: allocate nothing of the other length (it may be huge)
+        return np.zeros((q_len, k_len), dtype=np.int64)
     relative = np.arange(k_len, dtype=np.int64)[None, :] - (np.arange(q_len, dtype=np.int64) + offset)[:, None]
     indices: NDArray[np.int64] = np.clip(relative, -max_distance, max_distance) + max_distance
     return indices

@@ -276,7 +276,8 @@ def sinusoidal(
     positions : int or (n_positions,) array_like of real
         An int ``n >= 0`` for the positions ``0, 1, ..., n - 1`` (``start, start + step, ...,
         start + (n - 1) * step`` when ``start`` or ``step`` is given), or the positions themselves: any
-        finite real numbers, negative and fractional included.
+        finite real numbers, negative and fractional included (integers at most ``2**53`` in magnitude, which
+        float64 holds exactly).
     d_model : int
         Width of the encoding; positive and even.
     base : float, default 10000.0

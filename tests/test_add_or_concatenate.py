@@ -1,4 +1,5 @@
-"""posenc_book.add_or_concatenate: layer costs checked against real torch modules, the logit split, cosines."""
+"""posenc_book.add_or_concatenate: layer costs checked against real torch modules, the logit split, cosines, and
+the subspace that holds most of a table's energy."""
 
 import math
 
@@ -10,7 +11,15 @@ from hypothesis import strategies as st
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
-from posenc_book.add_or_concatenate import COMBINE_MODES, LogitTerms, layer_cost, logit_terms, mean_abs_cosine
+from posenc_book.add_or_concatenate import (
+    COMBINE_MODES,
+    LogitTerms,
+    energy_share,
+    energy_subspace,
+    layer_cost,
+    logit_terms,
+    mean_abs_cosine,
+)
 
 
 class ReferenceLayer(nn.Module):
@@ -173,6 +182,59 @@ def test_mean_abs_cosine_of_random_gaussian_vectors_matches_the_exact_expectatio
         assert measured == pytest.approx(expected, rel=0.02)
 
 
+# --- Energy subspaces ---------------------------------------------------------------------------------------
+
+
+@given(
+    seeds,
+    st.integers(1, 12),
+    st.integers(1, 10),
+    st.floats(0.05, 0.995),
+)
+def test_the_energy_subspace_is_orthonormal_holds_the_share_and_is_the_smallest_that_does(seed, n, d, energy):
+    rows = np.random.default_rng(seed).normal(size=(n, d))
+    basis = energy_subspace(rows, energy)
+    k = basis.shape[1]
+    assert basis.shape[0] == d and 1 <= k <= min(n, d)
+    np.testing.assert_allclose(basis.T @ basis, np.eye(k), rtol=0, atol=1e-10)
+    total = np.sum(rows**2)
+    held = np.sum((rows @ basis) ** 2) / total
+    assert held >= energy - 1e-12
+    # one dimension fewer holds less, whichever k - 1 dimensions: the best k - 1 are the first k - 1 columns
+    assert np.sum((rows @ basis[:, : k - 1]) ** 2) / total < energy + 1e-12
+
+
+def test_the_energy_subspace_of_a_table_with_known_energies():
+    """Rows along the axes with squared norms 50, 30, 15, 5 (of 100): 0.79 needs two axes, 0.81 three."""
+    rows = np.diag(np.sqrt([50.0, 30.0, 15.0, 5.0]))[[2, 0, 3, 1]]  # order of the rows does not matter
+    for energy, axes in ((0.5, [0]), (0.79, [0, 1]), (0.81, [0, 1, 2]), (0.96, [0, 1, 2, 3])):
+        basis = energy_subspace(rows, energy)
+        assert sorted(np.flatnonzero(np.abs(basis).sum(axis=1) > 0.5).tolist()) == axes, energy
+
+
+@given(seeds, st.integers(2, 10), st.floats(0.01, 100.0))
+def test_energy_share_is_one_inside_zero_orthogonal_and_ignores_scale(seed, d, scale):
+    rng = np.random.default_rng(seed)
+    basis, _ = np.linalg.qr(rng.normal(size=(d, d)))
+    inside, outside = basis[:, :1], basis[:, 1:]
+    v = rng.normal(size=(3, d))
+    in_span = v @ inside @ inside.T
+    np.testing.assert_allclose(energy_share(in_span, inside), 1.0, rtol=1e-10)
+    np.testing.assert_allclose(energy_share(in_span, outside), 0.0, rtol=0, atol=1e-10)
+    # a share inside a subspace and its complement add to one, whatever the vector's length
+    total = energy_share(scale * v, inside) + energy_share(scale * v, outside)
+    np.testing.assert_allclose(total, 1.0, rtol=1e-10)
+
+
+def test_a_gaussian_vector_keeps_k_over_d_of_its_energy_in_any_k_dimensional_subspace():
+    """The chapter's 21 % at d = 512 is this k / d: 4000 draws are within 3 of their standard errors of it."""
+    rng = np.random.default_rng(0)
+    for d, k in ((8, 3), (64, 30), (512, 109)):
+        basis, _ = np.linalg.qr(rng.normal(size=(d, k)))
+        share = energy_share(rng.normal(size=(4000, d)), basis)
+        assert abs(share.mean() - k / d) < 3 * share.std() / math.sqrt(4000)
+
+
 # --- What a reader may get wrong ----------------------------------------------------------------------------
 
 
@@ -188,9 +250,87 @@ def test_mean_abs_cosine_of_random_gaussian_vectors_matches_the_exact_expectatio
         (lambda: logit_terms(np.ones((3, 4)), np.ones((3, 4)), np.eye(5), np.eye(5)), "w_query and w_key"),
         (lambda: mean_abs_cosine(np.ones((2, 3)), np.ones((2, 4))), "same width"),
         (lambda: mean_abs_cosine(np.ones((2, 3)), np.zeros((1, 3))), "rows_b must have no zero row"),
+        (lambda: energy_subspace(np.ones((2, 3)), energy=1.0), "energy must be a share in"),
+        (lambda: energy_subspace(np.zeros((2, 3))), "rows must not be all zero"),
+        (lambda: energy_subspace(np.ones(3)), "rows must be a 2-D array"),
+        (lambda: energy_share(np.ones((2, 3)), np.eye(4)[:, :2]), "basis must have d = 3 rows"),
+        (lambda: energy_share(np.ones((2, 3)), 2 * np.eye(3)[:, :2]), "orthonormal columns"),
+        (lambda: energy_share(np.zeros((1, 3)), np.eye(3)[:, :2]), "vectors must have no zero row"),
     ],
-    ids=["unknown combine", "add with d_position", "concat without", "1-D", "n differs", "d differs", "widths", "zero"],
+    ids=[
+        "unknown combine",
+        "add with d_position",
+        "concat without",
+        "1-D",
+        "n differs",
+        "d differs",
+        "widths",
+        "zero",
+        "energy 1",
+        "all-zero rows",
+        "1-D rows",
+        "basis width",
+        "basis not orthonormal",
+        "zero vector",
+    ],
 )
 def test_mistakes_are_refused_with_a_message_naming_them(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+# --- Sizes out of range, extreme and non-finite input (review A, L8) ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "name"),
+    [
+        ({"d_model": 0}, ValueError, "d_model"),
+        ({"d_model": -512}, ValueError, "d_model"),
+        ({"d_model": 512.7}, TypeError, "d_model"),
+        ({"d_model": True}, TypeError, "d_model"),
+        ({"d_model": 512, "seq_len": 0}, ValueError, "seq_len"),
+        ({"d_model": 512, "seq_len": -10}, ValueError, "seq_len"),
+        ({"d_model": 512, "ffn_multiplier": 0}, ValueError, "ffn_multiplier"),
+        ({"d_model": 512, "ffn_multiplier": 2.67}, TypeError, "ffn_multiplier"),
+        ({"d_model": 512, "combine": "concat_qkv", "d_position": 2.5}, TypeError, "d_position"),
+        ({"d_model": 512, "combine": "concat_qkv", "d_position": True}, TypeError, "d_position"),
+    ],
+)
+def test_layer_cost_refuses_sizes_its_docstring_excludes(kwargs, error, name):
+    d_model = kwargs.pop("d_model")
+    with pytest.raises(error, match=rf"\b{name}\b"):
+        layer_cost(d_model, **kwargs)
+
+
+@pytest.mark.parametrize("scale", [1e-200, 1e200, 5e-324, 1e308])
+def test_cosines_and_shares_do_not_depend_on_the_scale_of_a_row(scale):
+    """Norms of rows near the ends of the float64 range overflow or underflow unless the rows are scaled first: a
+    cosine of 0 or a refused 'zero row' would be a wrong answer given silently or for the wrong reason."""
+    row = np.array([[scale, scale]])
+    assert mean_abs_cosine(row, [[1.0, 0.0]]) == pytest.approx(math.sqrt(0.5), rel=1e-12)
+    assert mean_abs_cosine([[0.0, 3.0]], row) == pytest.approx(math.sqrt(0.5), rel=1e-12)
+    np.testing.assert_allclose(energy_share(row, [[1.0], [0.0]]), [0.5], rtol=1e-12)
+    basis = energy_subspace(np.array([[1.0, 0.0], [0.0, 1 / 3]]) * scale, energy=0.8)
+    assert basis.shape == (2, 1) and abs(basis[0, 0]) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_non_finite_input_is_refused_naming_the_argument(bad):
+    rows = np.array([[bad, 1.0], [1.0, 0.0]])
+    for call, name in [
+        (lambda: mean_abs_cosine(rows, np.eye(2)), "rows_a"),
+        (lambda: mean_abs_cosine(np.eye(2), rows), "rows_b"),
+        (lambda: energy_subspace(rows), "rows"),
+        (lambda: energy_share(rows, np.eye(2)[:, :1]), "vectors"),
+        (lambda: logit_terms(rows, np.eye(2), np.eye(2), np.eye(2)), "tokens"),
+    ]:
+        with pytest.raises(ValueError, match=rf"{name} must be finite"):
+            call()
+
+
+def test_complex_input_is_refused_not_cast():
+    with pytest.raises(TypeError, match="rows must be real"):
+        energy_subspace(np.eye(3) * 1j)
+    with pytest.raises(TypeError, match="rows_a must be real"):
+        mean_abs_cosine(np.eye(2) * (1 + 1j), np.eye(2))

@@ -24,6 +24,10 @@ import torch
 
 from posenc import (
     MAX_TABLE_ELEMENTS,
+    CheckWarning,
+    ConfigCheck,
+    ContextCheck,
+    KindCheck,
     LayerRotary,
     QueryScaling,
     RopeScaling,
@@ -34,6 +38,7 @@ from posenc import (
     base_condition_error,
     base_condition_holds,
     base_condition_sum,
+    check_config,
     cope_logits,
     cope_positions,
     forgetting_bias,
@@ -77,6 +82,7 @@ from posenc.nn import path_logits as torch_path_logits
 from posenc.nn import query_scale as torch_query_scale
 from posenc.nn import stick_breaking_weights as torch_stick_breaking_weights
 from posenc.testing import (
+    RotaryCase,
     assert_alibi_offset_matches_slice,
     assert_alibi_slopes_match_reference,
     assert_layouts_agree_after_permutation,
@@ -84,6 +90,7 @@ from posenc.testing import (
     assert_rerotated_keys_accurate,
     assert_rotary_angles_accurate,
     assert_rotary_calls_independent,
+    assert_rotary_conforms,
     assert_rotary_matches_config,
     assert_rotary_offset_matches_slice,
     assert_rotary_scores_depend_on_offset_only,
@@ -93,6 +100,8 @@ from posenc.testing import (
     assert_t5_buckets_exact,
     assert_t5_buckets_in_range,
     assert_yarn_attention_factor,
+    rotary_cases,
+    rotary_positions,
     t5_float32_boundaries,
 )
 
@@ -229,6 +238,27 @@ BAD_CALLS = {
     "LayerRotary with an odd rotary_dim": Bad(
         lambda: LayerRotary("full_attention", True, 16, rotary_dim=7), ValueError, "rotary_dim"
     ),
+    # issue 32: accepted, inverse_frequencies() answered with base, and rotate() raised later
+    "LayerRotary with a base its scaling's rope_theta contradicts": Bad(
+        lambda: LayerRotary("full_attention", True, 8, 8, base=10000.0, scaling=RopeScaling(rope_theta=5e5)),
+        ValueError,
+        "base",
+    ),
+    # posenc check: a config it cannot read, and the report's parts (tests/test_check.py: the refusals of configs)
+    "check_config of a file that is not there": Bad(lambda: check_config("no/such/config.json"), ValueError, "config"),
+    "check_config with a context of 1": Bad(
+        lambda: check_config({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4}, context=1),
+        ValueError,
+        "context",
+    ),
+    "ConfigCheck without a plan": Bad(lambda: ConfigCheck("config.json", None, None, (), ()), TypeError, "plan"),
+    "KindCheck of a dict": Bad(lambda: KindCheck({}, (0,)), TypeError, "kind"),
+    "ContextCheck failing past its length": Bad(
+        lambda: ContextCheck(8, False, 8, "fails"), ValueError, "first_failure"
+    ),
+    "CheckWarning with one source as a str": Bad(
+        lambda: CheckWarning("truncate", "message", "chapter 13", "github.com/x/y"), TypeError, "sources"
+    ),
     "QueryScaling of an unknown kind": Bad(lambda: QueryScaling("temperature", 0.1, 8.0), ValueError, "kind"),
     "query_scale at a negative position": Bad(
         lambda: query_scale([-1], QueryScaling("llama4_beta", 0.1, 8.0)), ValueError, "positions"
@@ -349,6 +379,9 @@ BAD_CALLS = {
     "rotate dynamic with head_dim 2": Bad(lambda: rotate(np.zeros((2, 2)), 2, scaling=_DYNAMIC), ValueError, "x"),
     "rotate positions of the wrong length": Bad(lambda: rotate(np.zeros((3, 4)), [0.0, 1.0]), ValueError, "positions"),
     "rotate too many positions": Bad(lambda: rotate(np.zeros((1, 8)), 2**40), ValueError, "positions", large=True),
+    "rotate integer position not exact in float64": Bad(
+        lambda: rotate(np.zeros((1, 8)), [2**53 + 1]), ValueError, "positions"
+    ),
     "rotate cos_first layout": Bad(lambda: rotate(np.zeros((2, 4)), 2, layout="cos_first"), ValueError, "layout"),
     "weight permutation cos_first source": Bad(
         lambda: rotary_weight_permutation("cos_first", "halves", 8), ValueError, "source"
@@ -437,6 +470,12 @@ BAD_CALLS = {
         lambda: RotaryEmbedding(8)(torch.zeros(2, 8), positions=torch.zeros(2, device="meta")),
         ValueError,
         "positions",
+    ),
+    "rotary module integer positions not exact in float64": Bad(
+        lambda: RotaryEmbedding(8)(torch.zeros(1, 8), positions=torch.tensor([2**53 + 1])), ValueError, "positions"
+    ),
+    "rotary module host integer positions not exact in float64": Bad(
+        lambda: RotaryEmbedding(8)(torch.zeros(1, 8), positions=[-(2**53) - 1]), ValueError, "positions"
     ),
     "rotary module short positions": Bad(
         lambda: RotaryEmbedding(8)(torch.zeros(3, 8), positions=torch.arange(2)), ValueError, "positions"
@@ -663,6 +702,23 @@ BAD_CALLS = {
     "config check past float32's exact integers": Bad(
         lambda: assert_rotary_matches_config(print, _LLAMA_CONFIG, positions=[0, 2**24 + 1]), ValueError, "positions"
     ),
+    "conformance check of a str": Bad(lambda: assert_rotary_conforms("rope", _LLAMA_CONFIG), TypeError, "rotate_fn"),
+    "conformance check in bfloat16 NumPy arrays": Bad(
+        lambda: assert_rotary_conforms(print, _LLAMA_CONFIG, dtype="bfloat16"), ValueError, "dtype"
+    ),
+    "conformance check of an unknown layout of x": Bad(
+        lambda: assert_rotary_conforms(print, _LLAMA_CONFIG, qkv_format="bsd"), ValueError, "qkv_format"
+    ),
+    "conformance check of an M-RoPE config": Bad(
+        lambda: assert_rotary_conforms(print, _MROPE_CONFIG), ValueError, "assert_mrope_axes_match"
+    ),
+    "conformance case of a NoPE layer": Bad(
+        lambda: RotaryCase("nope", {}, "", LayerRotary("full_attention", False, 8), 16, None, (0,)),
+        ValueError,
+        "rotary",
+    ),
+    "conformance cases in an unknown dtype": Bad(lambda: rotary_cases(dtypes=("float8",)), ValueError, "dtypes"),
+    "conformance positions of an empty context": Bad(lambda: rotary_positions(0), ValueError, "trained_length"),
     "mrope axes check of None": Bad(lambda: assert_mrope_axes_match(None, [2, 1, 1]), TypeError, "rotate_fn"),
     "mrope axes check sections of the wrong sum": Bad(
         lambda: assert_mrope_axes_match(print, [2, 1, 1]), ValueError, "mrope_section"
@@ -730,6 +786,9 @@ BAD_CALLS = {
         lambda: rotate_multiaxis(np.ones((1, 4)), [[1e300, 0.0]], np.full((2, 2), 1e300)), ValueError, "positions"
     ),
     "multiaxis x of str": Bad(lambda: rotate_multiaxis("x", np.ones((3, 2)), axial_frequencies(4, 2)), TypeError, "x"),
+    "multiaxis integer coordinate not exact in float64": Bad(
+        lambda: rotate_multiaxis(np.ones((1, 4)), [[2**53 + 1, 0]], axial_frequencies(4, 2)), ValueError, "positions"
+    ),
     "multiaxis module frequencies of NaN": Bad(
         lambda: MultiAxisRotaryEmbedding([[float("nan"), 1.0]]), ValueError, "frequencies"
     ),
@@ -738,6 +797,16 @@ BAD_CALLS = {
     ),
     "multiaxis forward positions not broadcasting into x": Bad(
         lambda: MultiAxisRotaryEmbedding(axial_frequencies(4, 2))(torch.ones(2, 3, 4), torch.ones(5, 2, 3, 2)),
+        ValueError,
+        "positions",
+    ),
+    "multiaxis forward integer coordinate not exact in float64": Bad(
+        lambda: MultiAxisRotaryEmbedding(axial_frequencies(4, 2))(torch.ones(1, 4), torch.tensor([[2**53 + 1, 0]])),
+        ValueError,
+        "positions",
+    ),
+    "multiaxis forward (batch, seq, n_axes) positions against (batch, heads, seq, head_dim)": Bad(
+        lambda: MultiAxisRotaryEmbedding(axial_frequencies(4, 2))(torch.ones(2, 2, 3, 4), torch.ones(2, 3, 2)),
         ValueError,
         "positions",
     ),

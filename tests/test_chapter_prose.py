@@ -123,3 +123,103 @@ def test_gallery_summary_counts_the_threads_of_families_1_to_6():
         f"the summary counts {count.group(1)} issues and pull requests; families 1 to 6 cite {len(threads)}"
     )
     assert github_threads(cited_keys(bullet)) == threads, "the summary's first bullet cites other threads"
+
+
+# "Paragraphs under 150 words" (DEVELOPERS.md). A paragraph is a block of a markdown cell between blank lines,
+# each list item on its own. Headings, tables, display math and fenced blocks are not prose; a dropdown's text
+# (```` ```{dropdown} ```` or ``:::{dropdown}``) is, and counts.
+MAX_PARAGRAPH_WORDS = 150
+FENCE = re.compile(r"^\s*(`{3,}|:{3,})\s*(\{(\w[\w-]*)\})?")
+LIST_ITEM = re.compile(r"^\s*([-*+]|\d+\.)\s")
+
+
+def paragraphs(markdown):
+    """The prose paragraphs of one markdown cell, each as one string."""
+    found, current, dropdowns = [], [], []  # dropdowns: the fences of the open dropdowns
+    skipping, in_math = None, False  # the fence of a block that is not prose; inside $$ ... $$
+
+    def close():
+        if current:
+            found.append(" ".join(line.strip() for line in current))
+            current.clear()
+
+    for line in markdown.split("\n"):
+        fence, stripped = FENCE.match(line), line.strip()
+        if skipping is not None:
+            if fence and fence.group(1) == skipping and stripped == skipping:
+                skipping = None
+            continue
+        if in_math:
+            in_math = not stripped.endswith("$$")
+            continue
+        if fence:
+            close()
+            marks, directive = fence.group(1), fence.group(3)
+            if directive == "dropdown":
+                dropdowns.append(marks)
+            elif stripped == marks and dropdowns and dropdowns[-1] == marks:
+                dropdowns.pop()  # the dropdown's closing fence
+            else:
+                skipping = marks  # code, {literalinclude}, {math} ...: up to the closing fence
+            continue
+        if stripped.startswith("$$"):
+            close()
+            in_math = not (len(stripped) > 2 and stripped.endswith("$$"))
+            continue
+        if not stripped or stripped.startswith(("#", "|")) or (stripped.startswith(":") and stripped[1:2].strip()):
+            close()  # a blank line, a heading, a table row, a directive's option
+            continue
+        if LIST_ITEM.match(line):
+            close()
+        current.append(line)
+    close()
+    return found
+
+
+def test_paragraph_pattern_splits_items_and_skips_what_is_not_prose():
+    text = "\n".join(
+        [
+            "# Title",
+            "",
+            "One two three.",
+            "Four.",
+            "",
+            "- item one",
+            "  continues",
+            "- item two",
+            "",
+            "$$",
+            "x = y",
+            "$$",
+            "",
+            "```python",
+            "print('code')",
+            "```",
+            "",
+            "```",
+            "bare code block",
+            "```",
+            "",
+            "````{dropdown} A report",
+            "Inside the dropdown.",
+            "````",
+            "| a | b |",
+        ]
+    )
+    assert paragraphs(text) == [
+        "One two three. Four.",
+        "- item one continues",
+        "- item two",
+        "Inside the dropdown.",
+    ]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda path: path.name)
+def test_paragraphs_are_under_150_words(path):
+    long = [
+        f"markdown cell {index}, {len(paragraph.split())} words: {paragraph[:60]}..."
+        for index, text in enumerate(markdown_sources(path))
+        for paragraph in paragraphs(text)
+        if len(paragraph.split()) >= MAX_PARAGRAPH_WORDS
+    ]
+    assert long == [], f"{path.name}: paragraphs of {MAX_PARAGRAPH_WORDS} words or more (split them): {long}"

@@ -17,10 +17,13 @@ from __future__ import annotations
 
 import copy
 import importlib
+import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
+import rope_oracle
 import torch
 from test_model_zoo import compare
 
@@ -434,3 +437,141 @@ def test_deepseek_v4_nests_by_its_own_labels():
         assert layer.rotary_offset == layer.head_dim - layer.rotary_dim  # the last features (its apply_rotary_pos_emb)
     assert {layer.base for layer in plan.layers} == {10000.0, 160000.0}
     assert compare(config) == types  # each kind rotated as transformers' rotary of its label
+
+
+# --- Issue 32's four misreadings: keys real checkpoints ship, read as transformers reads them ---------------------
+
+CORPUS = Path(__file__).resolve().parent / "data" / "published_configs"
+
+
+def corpus_file(name: str) -> dict:
+    """A published config.json of the corpus (tests/data/published_configs, sources in its MANIFEST.json)."""
+    return json.loads((CORPUS / name).read_text())
+
+
+def test_minimax_m2s_legacy_rotary_dim_rotates_half_the_head():
+    """MiniMax-M2.5's config.json states partial rotary as ``"rotary_dim": 64`` beside ``head_dim`` 128 and no
+    ``partial_rotary_factor``: MiniMaxM2Config's ``convert_rope_params_to_dict`` makes that a factor of 0.5 (a factor
+    the file states, at the top level or in the rope dict, wins), and the model turns the first 64 features. posenc
+    reads the dict as the object, and the tiny model agrees layer by layer."""
+    from transformers import MiniMaxM2Config
+
+    published = corpus_file("MiniMaxAI__MiniMax-M2.5.json")
+    assert (published["rotary_dim"], published["head_dim"]) == (64, 128) and "partial_rotary_factor" not in published
+    plan = RotaryPlan.from_config(copy.deepcopy(published))
+    assert {(kind.head_dim, kind.rotary_dim) for kind in plan.kinds} == {(128, 64)}
+    assert plan.layers == RotaryPlan.from_config(transformers_config(published)).layers
+    built, differences = rope_oracle.check(published, max_layers=3)
+    assert differences == []
+    for change, width in (
+        (dict(partial_rotary_factor=0.25), 32),  # the file's own factor wins over rotary_dim
+        (dict(rope_parameters={"rope_type": "default", "rope_theta": 5e6, "partial_rotary_factor": 0.75}), 96),
+        (dict(rotary_dim=None), 128),
+        (dict(rotary_dim=32, head_dim=64), 32),
+    ):
+        changed = {**copy.deepcopy(published), **change}
+        theirs = MiniMaxM2Config.from_dict(copy.deepcopy(changed))
+        ours = RotaryPlan.from_config(changed)
+        assert {kind.rotary_dim for kind in ours.kinds} == {width}, change
+        assert ours.layers == RotaryPlan.from_config(theirs).layers, change
+
+
+GRANITE_4_H = dict(
+    model_type="granitemoehybrid",
+    num_hidden_layers=4,
+    layer_types=["mamba", "attention", "mamba", "attention"],
+    rope_theta=10000.0,
+)
+"""Granite 4.0-H's form: attention layers among Mamba ones, a ``rope_theta``, and ``position_embedding_type``."""
+
+
+@pytest.mark.parametrize("flag", ["nope", None, "absent", "rope"])
+def test_granite_4_h_rotates_only_when_position_embedding_type_is_rope(flag):
+    """GraniteMoeHybridModel builds its rotary embedding only when ``position_embedding_type == "rope"``: its
+    published checkpoints set ``"nope"`` beside a ``rope_theta``, and the class default is None; both leave every
+    attention layer unrotated. posenc reads the object, the dict and the tiny model alike."""
+    from transformers import GraniteMoeHybridConfig
+
+    raw = copy.deepcopy(GRANITE_4_H)
+    if flag != "absent":
+        raw["position_embedding_type"] = flag
+    plan = RotaryPlan.from_config(copy.deepcopy(raw))
+    attention = [layer for layer in plan.layers if layer.layer_type == "full_attention"]
+    assert len(attention) == 2 and {layer.rotates for layer in attention} == {flag == "rope"}
+    assert plan.layers == RotaryPlan.from_config(GraniteMoeHybridConfig.from_dict(copy.deepcopy(raw))).layers
+    built, differences = rope_oracle.check(raw)
+    assert differences == []
+    assert {rope_oracle.find(rope_oracle.observe(built))[1].rotates} == {flag == "rope"}
+
+
+IGNORING_FAMILIES = ["llama", "mistral", "qwen2", "qwen3", "gemma", "mixtral"]
+
+
+@pytest.mark.parametrize("model_type", IGNORING_FAMILIES)
+def test_a_partial_factor_the_default_frequencies_ignore_turns_the_whole_head(model_type):
+    """Llama's ``compute_default_rope_parameters`` and its copies never read ``partial_rotary_factor``: a config that
+    carries one (top-level or in the rope dict) turns every feature of the head in transformers, and in posenc. With a
+    scaling whose frequencies do read it (YaRN here), those frequencies cover half the head while the attention turns
+    all of it, and transformers fails: posenc refuses, naming the key."""
+    raw = {
+        "model_type": model_type,
+        "hidden_size": 256,
+        "num_attention_heads": 2,
+        "num_hidden_layers": 2,
+        "rope_theta": 10000.0,
+        "partial_rotary_factor": 0.5,
+    }
+    plan = RotaryPlan.from_config(copy.deepcopy(raw))
+    assert {kind.rotary_dim for kind in plan.kinds} == {kind.head_dim for kind in plan.kinds}
+    assert plan.layers == RotaryPlan.from_config(transformers_config(raw)).layers
+    assert rope_oracle.check(raw)[1] == []
+    yarn = {**raw, "rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 2048}}
+    with pytest.raises(ValueError, match="partial_rotary_factor"):
+        RotaryPlan.from_config(copy.deepcopy(yarn))
+    assert transformers_fails(yarn)
+
+
+def transformers_fails(values: dict) -> str | None:
+    """How transformers fails on a config.json dict: building its tiny model, or running it at positions 0 and 1
+    (the error's message), or None if it runs."""
+    try:
+        observation = rope_oracle.observe(rope_oracle.tiny(values), positions=(0, 1))
+    except (RuntimeError, TypeError, ValueError) as error:
+        return f"{type(error).__name__}: {error}"
+    return observation.failed.get(0)
+
+
+HUNYUAN_SCALING = {
+    "type": "dynamic",
+    "alpha": 1000.0,
+    "factor": 1.0,
+    "beta_fast": 32,
+    "beta_slow": 1,
+    "mscale": 1.0,
+    "mscale_all_dim": 1.0,
+}
+"""The form of Hunyuan's published ``rope_scaling`` (issue 32): a "dynamic" type with a fixed ``alpha``, and YaRN's
+keys, which its rotary embedding does not read (their values do not matter here)."""
+
+
+@pytest.mark.parametrize("model_type", ["hunyuan_v1_dense", "hunyuan_v1_moe"])
+def test_hunyuans_dynamic_alpha_with_extra_keys_is_served_as_transformers_serves_it(model_type):
+    """transformers turns a "dynamic" rope dict with an ``alpha`` into a fixed NTK base, ``rope_theta * alpha **
+    (d / (d - 2))``, and ignores the other keys; posenc did refuse the dict for them. It now reads it, as the object
+    and the tiny model do."""
+    raw = {
+        "model_type": model_type,
+        "hidden_size": 4096,
+        "num_attention_heads": 32,
+        "head_dim": 128,
+        "num_hidden_layers": 2,
+        "rope_theta": 10000.0,
+        "max_position_embeddings": 262144,
+        "rope_scaling": copy.deepcopy(HUNYUAN_SCALING),
+    }
+    plan = RotaryPlan.from_config(copy.deepcopy(raw))
+    (kind,) = plan.kinds
+    assert kind.base == pytest.approx(10000.0 * 1000.0 ** (128 / 126), rel=1e-12)
+    assert (kind.rotary_dim, kind.scaling.rope_type, kind.attention_factor) == (128, "default", 1.0)
+    assert plan.layers == RotaryPlan.from_config(transformers_config(raw)).layers
+    assert rope_oracle.check(raw)[1] == []

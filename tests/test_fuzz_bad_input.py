@@ -20,6 +20,7 @@ distinct check raises is pinned by tests/test_bad_input.py's table.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import math
 import signal
@@ -38,6 +39,10 @@ from test_bad_input import names_parameter, public_objects, takes_no_input
 import posenc
 import posenc.nn
 from posenc import (
+    CheckWarning,
+    ConfigCheck,
+    ContextCheck,
+    KindCheck,
     LayerRotary,
     QueryScaling,
     RopeScaling,
@@ -48,6 +53,7 @@ from posenc import (
     base_condition_error,
     base_condition_holds,
     base_condition_sum,
+    check_config,
     cope_logits,
     cope_positions,
     forgetting_bias,
@@ -88,6 +94,7 @@ from posenc.nn import forgetting_bias as torch_forgetting_bias
 from posenc.nn import path_logits as torch_path_logits
 from posenc.nn import stick_breaking_weights as torch_stick_breaking_weights
 from posenc.testing import (
+    RotaryCase,
     assert_alibi_offset_matches_slice,
     assert_alibi_slopes_match_reference,
     assert_layouts_agree_after_permutation,
@@ -95,6 +102,7 @@ from posenc.testing import (
     assert_rerotated_keys_accurate,
     assert_rotary_angles_accurate,
     assert_rotary_calls_independent,
+    assert_rotary_conforms,
     assert_rotary_matches_config,
     assert_rotary_offset_matches_slice,
     assert_rotary_scores_depend_on_offset_only,
@@ -104,6 +112,8 @@ from posenc.testing import (
     assert_t5_buckets_exact,
     assert_t5_buckets_in_range,
     assert_yarn_attention_factor,
+    rotary_cases,
+    rotary_positions,
     t5_float32_boundaries,
 )
 
@@ -338,6 +348,23 @@ def _condition_or_undecided(a):
 
 def _check_boundaries(out, a):
     assert isinstance(out, np.ndarray) and out.dtype == np.bool_ and out.shape == np.shape(a["relative_position"])
+
+
+_TINY_LLAMA = {
+    "model_type": "llama", "hidden_size": 16, "num_attention_heads": 2, "num_hidden_layers": 1,
+    "max_position_embeddings": 16, "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0},
+}  # fmt: skip
+
+
+def _conforming_operator(a):
+    """posenc's float64 rotation of assert_rotary_conforms' config and layout, as an operator on x (..., seq, dim)."""
+
+    def rotate(x, positions):
+        kind = RotaryPlan.from_config(a["config"], model_type=a["model_type"]).kinds[0]
+        kind = kind if a["layout"] is None else dataclasses.replace(kind, layout=a["layout"])
+        return kind.rotate(np.asarray(x, dtype=np.float64), np.asarray(positions, dtype=np.float64))
+
+    return rotate
 
 
 SPECS = {
@@ -773,6 +800,62 @@ SPECS = {
         ),
         _passed,
     ),  # fmt: skip
+    "posenc.testing.assert_rotary_conforms": Spec(
+        assert_rotary_conforms,
+        lambda a: assert_rotary_conforms(**_with(a, "rotate_fn", _conforming_operator(a))),
+        lambda: dict(
+            rotate_fn=_reference_placeholder,
+            config=_TINY_LLAMA,
+            layer_type=None,
+            model_type=None,
+            positions=None,
+            layout=None,
+            dtype="float32",
+            qkv_format="bhsd",
+            array=None,
+            batch=2,
+            heads=3,
+            seed=0,
+        ),
+        _passed,
+    ),
+    "posenc.testing.RotaryCase": Spec(
+        RotaryCase,
+        lambda a: RotaryCase(**a),
+        lambda: dict(
+            name="llama",
+            config=_TINY_LLAMA,
+            source="",
+            rotary=RotaryPlan.from_config(_TINY_LLAMA).kinds[0],
+            trained_length=16,
+            max_position_embeddings=16,
+            positions=(0, 1, 15, 16),
+            dtype="float32",
+            families=(),
+        ),
+        lambda out, a: isinstance(out, RotaryCase) or pytest.fail(f"returned {out!r}"),
+    ),
+    "posenc.testing.rotary_cases": Spec(
+        rotary_cases,
+        lambda a: rotary_cases(**a),
+        lambda: dict(dtypes=("float32", "float16"), beyond=True),
+        lambda out, a: (
+            all(
+                isinstance(c, RotaryCase) and c.beyond in ((True, False) if a["beyond"] is None else (a["beyond"],))
+                for c in out
+            )
+            or pytest.fail("cases on the wrong side of the trained length")
+        ),
+    ),
+    "posenc.testing.rotary_positions": Spec(
+        rotary_positions,
+        lambda a: rotary_positions(**a),
+        lambda: dict(trained_length=16, max_position_embeddings=64, beyond=True),
+        lambda out, a: (
+            (isinstance(out, tuple) and all(isinstance(p, int) and 0 <= p <= 2**24 for p in out))
+            or pytest.fail(f"returned {out!r}")
+        ),
+    ),
     "posenc.testing.assert_mrope_axes_match": Spec(
         assert_mrope_axes_match,
         lambda a: assert_mrope_axes_match(
@@ -906,6 +989,46 @@ SPECS = {
             defaults_used={"rope_theta": 10000.0},
         ),
         lambda out, a: isinstance(out, RotaryPlan) or pytest.fail(f"returned {out!r}"),
+    ),
+    "posenc.check_config": Spec(
+        check_config,
+        lambda a: check_config(a["config"], context=a["context"], model_type=a["model_type"]),
+        lambda: dict(config=dict(_LLAMA_CONFIG), context=4096, model_type="llama"),
+        lambda out, a: (
+            (isinstance(out, ConfigCheck) and max(map(len, out.render().splitlines())) <= 80)
+            or pytest.fail(f"returned {out!r}")
+        ),
+    ),
+    "posenc.ConfigCheck": Spec(
+        ConfigCheck,
+        lambda a: ConfigCheck(**a),
+        lambda: dict(
+            source="config.json",
+            part=None,
+            plan=_LLAMA_PLAN,
+            kinds=(KindCheck(_LLAMA_PLAN.kinds[0], (0, 1)),),
+            warnings=(CheckWarning("static-yarn", "message", "chapter 12"),),
+            context=4096,
+        ),
+        lambda out, a: isinstance(out, ConfigCheck) or pytest.fail(f"returned {out!r}"),
+    ),
+    "posenc.KindCheck": Spec(
+        KindCheck,
+        lambda a: KindCheck(**a),
+        lambda: dict(kind=_LLAMA_PLAN.kinds[0], layers=(0, 1), context=ContextCheck(64, True, None, "holds")),
+        lambda out, a: isinstance(out, KindCheck) or pytest.fail(f"returned {out!r}"),
+    ),
+    "posenc.ContextCheck": Spec(
+        ContextCheck,
+        lambda a: ContextCheck(**a),
+        lambda: dict(length=4096, holds=False, first_failure=1707, meaning="fails"),
+        lambda out, a: isinstance(out, ContextCheck) or pytest.fail(f"returned {out!r}"),
+    ),
+    "posenc.CheckWarning": Spec(
+        CheckWarning,
+        lambda a: CheckWarning(**a),
+        lambda: dict(code="truncate", message="message", see="chapter 13", sources=("github.com/x/y/pull/1",)),
+        lambda out, a: isinstance(out, CheckWarning) or pytest.fail(f"returned {out!r}"),
     ),
     "posenc.QueryScaling": Spec(
         QueryScaling,
@@ -1124,6 +1247,10 @@ CONTENT_SPECS = {
     ),
 }
 SPECS.update(CONTENT_SPECS)
+_LLAMA_CONFIG = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2}
+"""A minimal Llama config.json dict: what posenc.check_config is fuzzed from."""
+
+_LLAMA_PLAN = RotaryPlan.from_config(_LLAMA_CONFIG)
 
 
 def parameter_names(target) -> list[str]:

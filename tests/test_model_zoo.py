@@ -45,6 +45,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import rope_oracle
 import torch
 
 import posenc
@@ -63,6 +64,12 @@ NOT_ROTARY = {
     "BltConfig": "composite: no module reads its own rope_parameters (each of its four sub-configs builds its rotary)",
 }
 """Configuration classes that carry rotary parameters but whose model rotates nothing with them."""
+
+UNROTATED_AT_DEFAULTS = {
+    "esm": "EsmConfig's position_embedding_type is 'absolute' by default: it rotates only for 'rotary' (ESM-2's "
+    "published configs), which tests/test_rope_oracle.py checks on the corpus",
+}
+"""Families posenc reads whose configuration class does not rotate at its defaults (not in the census)."""
 
 REFUSED_BY_BOTH = {
     "Glm4vTextConfig": "mrope_section [8, 12, 12] for 64 pairs (the split fails)",
@@ -294,6 +301,8 @@ def compare(config: Any) -> list[str]:
     Raises AssertionError on a difference beyond :func:`tolerance`, naming the config, layer type, tensor and row.
     """
     name = type(config).__name__
+    if FAMILIES[model_type_of(config)].rope_form == "fixed":
+        return compare_by_oracle(config)
     module, rotary = rotary_class(config)
     rope = rotary(config).eval()
     plan = posenc.RotaryPlan.from_config(config, model_type=model_type_of(config))
@@ -322,6 +331,16 @@ def compare(config: Any) -> list[str]:
                 )
         compared.append(kind.layer_type)
     return compared
+
+
+def compare_by_oracle(config: Any) -> list[str]:
+    """A family without a rotary class (GPT-J, CodeGen: a sinusoid table in the attention): its tiny model, built from
+    the class's config.json, held against posenc's plan by tests/rope_oracle.py (positions 0, 1, L - 1; the table ends
+    at L)."""
+    values = config.to_dict()
+    built, differences = rope_oracle.check(values, max_layers=2)
+    assert differences == [], f"{type(config).__name__}: {differences}"
+    return ["full_attention"]
 
 
 @pytest.fixture(scope="module")
@@ -353,9 +372,10 @@ def test_the_census_covers_every_family_and_leaves_out_at_most_five_percent(zoo)
     rotating_families = {family for family, config in zoo if type(config).__name__ not in NOT_ROTARY}
     assert set(NOT_ROTARY) <= names and set(REFUSED_BY_BOTH) <= names and set(OVERRIDES) <= names
     assert set(LEFT_OUT) <= families
-    assert len(rotating_families) == 191 and len(names) == 236
+    assert len(rotating_families) == 193 and len(names) == 238
     assert len(LEFT_OUT) <= 0.05 * len(rotating_families)
     known = {model_type_of(config) for _, config in zoo if type(config).__name__ not in NOT_ROTARY}
+    known |= set(UNROTATED_AT_DEFAULTS)
     assert set(FAMILIES) <= known, f"table entries no config has: {sorted(set(FAMILIES) - known)}"
 
 
@@ -531,6 +551,7 @@ def text_attention(config: Any) -> type | None:
 
 
 NOT_PROBED = {
+    "GPTJConfig", "CodeGenConfig",  # (their attention takes layer_past and a sinusoid table: the oracle runs them)
     "DeepseekOcr2VisionEncoderConfig", "DiaDecoderConfig", "Dots3NoteAudioConfig", "Qwen2_5OmniDiTConfig",
     "DbrxConfig", "DeepseekV4Config", "DiffusionGemmaTextConfig", "FalconConfig", "FlintConfig", "Gemma3nTextConfig",
     "Gemma4TextConfig", "Gemma4UnifiedTextConfig", "HunYuanDenseV1Config", "HunYuanMoEV1Config", "IdeficsConfig",
@@ -735,7 +756,7 @@ def removal_cases(config: Any) -> list[tuple[str, dict[str, Any]]]:
     cases = [(key, {k: v for k, v in values.items() if k != key}) for key in read]
     rope = values.get("rope_parameters") or {}
     nested = [label for label, layer_dict in rope.items() if isinstance(layer_dict, dict)]
-    for label in nested or [None]:
+    for label in (nested or [None]) if "rope_parameters" in values else []:  # (GPT-J: no rope dict)
         for key in ("rope_theta", "partial_rotary_factor"):
             changed = copy.deepcopy(values)
             layer_dict = changed["rope_parameters"] if label is None else changed["rope_parameters"][label]
@@ -924,3 +945,83 @@ def test_the_defaults_checks_see_a_wrong_default(zoo, monkeypatch):
             if is_value:
                 with pytest.raises(AssertionError):
                     check_table_defaults(config, monkeypatch)
+
+
+def test_the_families_whose_default_frequencies_ignore_the_partial_factor_are_those_of_the_code(zoo):
+    """posenc's :data:`posenc._families.PARTIAL_IGNORED` is the set of census families whose rotary class's
+    ``compute_default_rope_parameters`` never mentions ``partial_rotary_factor`` (nor a legacy width): read from the
+    source of each class, so that a family that changes either way shows here."""
+    from posenc._families import PARTIAL_IGNORED
+
+    ignoring, reading = set(), set()
+    for _, config in zoo:
+        name = type(config).__name__
+        if name in NOT_ROTARY or model_type_of(config) not in FAMILIES:
+            continue
+        if FAMILIES[model_type_of(config)].rope_form == "fixed":
+            continue  # GPT-J, CodeGen: no rope dict, no factor to ignore
+        _, rotary = rotary_class(config)
+        default = getattr(rotary, "compute_default_rope_parameters", None)
+        if default is None:
+            continue  # a multi-axis tower: no default frequencies to ignore a factor in
+        source = inspect.getsource(default)
+        mentions = re.search(r"partial_rotary_factor|rotary_dim|rotary_pct", source)
+        (reading if mentions else ignoring).add(model_type_of(config))
+    assert not ignoring & reading
+    assert PARTIAL_IGNORED == ignoring
+    assert len(ignoring) >= 150 and {"llama", "mistral", "qwen2", "qwen3", "gemma", "mixtral"} <= ignoring
+
+
+# --- Every family that rotates, with or without rope_parameters ----------------------------------------------------
+
+
+def test_every_family_whose_code_rotates_is_read_or_listed_with_its_reason():
+    """Every model directory whose modeling code calls a rotation function (found from the code by
+    :func:`posenc_book.zoo.rotating_directories`, not from posenc's table) is a family posenc reads or has its
+    ``model_type`` values in ``posenc._families.ROTATES_UNREAD`` with a reason; every directory posenc reads does
+    rotate; and posenc's refusal of a listed family says that it rotates, never that it is not a family that does."""
+    from transformers import CONFIG_MAPPING
+
+    from posenc._families import ROTATES_UNREAD
+    from posenc_book.zoo import rotating_directories
+
+    rotating = rotating_directories()
+    read = {family.directory for family in FAMILIES.values()}
+    types_of: dict[str, set[str]] = {}
+    for model_type, cls in CONFIG_MAPPING.items():
+        types_of.setdefault(cls.__module__.split(".")[2], set()).add(model_type)
+    unread = set(rotating) - read
+    assert read <= set(rotating), f"families posenc reads whose code calls no rotation: {sorted(read - set(rotating))}"
+    assert set(ROTATES_UNREAD) <= {model_type for directory in unread for model_type in types_of.get(directory, ())}
+    assert all(types_of.get(directory, set()) & set(ROTATES_UNREAD) for directory in unread), sorted(unread)
+    assert len(rotating) == 204 and len(unread) == 12
+    for model_type, reason in ROTATES_UNREAD.items():
+        with pytest.raises(ValueError, match="rotates its queries and keys, but posenc does not read it") as error:
+            posenc.RotaryPlan.from_config({"model_type": model_type, "num_hidden_layers": 1})
+        assert reason in str(error.value) and "not a family" not in str(error.value)
+
+
+def test_a_composite_config_is_refused_with_the_name_of_its_language_model():
+    """``posenc._families.COMPOSITES`` maps every composite ``model_type`` of transformers whose default language
+    model posenc reads to that model's ``model_type``, as each class builds it; the refusal names it."""
+    import warnings
+
+    from huggingface_hub.errors import StrictDataclassClassValidationError
+    from transformers import CONFIG_MAPPING
+
+    from posenc._families import COMPOSITES
+
+    found = {}
+    for model_type, cls in CONFIG_MAPPING.items():
+        if model_type in FAMILIES or "text_config" not in (getattr(cls, "sub_configs", None) or {}):
+            continue
+        with warnings.catch_warnings(record=True):  # (some classes warn about their own defaults)
+            try:
+                text = cls().get_text_config(decoder=True)
+            except StrictDataclassClassValidationError:  # a class its own defaults fail (Gemma 4's assistant)
+                continue
+        if text.model_type in FAMILIES:
+            found[model_type] = text.model_type
+    assert found == COMPOSITES
+    with pytest.raises(ValueError, match="'qwen2_vl_text' model: pass its text_config"):
+        posenc.RotaryPlan.from_config({"model_type": "qwen2_vl", "rope_theta": 1e6, "num_hidden_layers": 1})

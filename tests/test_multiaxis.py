@@ -172,6 +172,26 @@ def test_module_matches_the_reference(name, layout):
         )
 
 
+def test_positions_have_all_of_xs_leading_axes_or_none():
+    """(batch, 1, seq, n_axes) gives each batch entry its own coordinates; (batch, seq, n_axes), which
+    RotaryEmbedding's (batch, seq) convention suggests, is refused: from the right it would fall on the heads axis,
+    silently so when heads == batch (review A, L13)."""
+    module = MultiAxisRotaryEmbedding(axial_frequencies(8, 2))
+    generator = torch.Generator().manual_seed(RNG_SEED)
+    x = torch.randn(2, 2, 3, 8, generator=generator, dtype=torch.float64)  # (batch, heads = batch, seq, head_dim)
+    coordinates = torch.tensor([[[0, 0], [0, 1], [0, 2]], [[5, 5], [5, 6], [5, 7]]])  # (batch, seq, n_axes)
+    per_batch = torch.stack([module(x[b], coordinates[b]) for b in range(2)])
+    torch.testing.assert_close(module(x, coordinates[:, None]), per_batch, rtol=0, atol=0)
+    with pytest.raises(ValueError, match="leading axes"):
+        module(x, coordinates)
+    # leading axes of size 1 mean the same from either end: accepted, as is no leading axis
+    torch.testing.assert_close(module(x, coordinates[:1]), module(x, coordinates[0]), rtol=0, atol=0)
+    # float64 holds every integer up to 2**53: accepted there, refused beyond
+    assert torch.isfinite(module(x[0, 0, :1], torch.tensor([[2**53, -(2**53)]]))).all()
+    with pytest.raises(ValueError, match="2\\*\\*53"):
+        module(x[0, 0, :1], torch.tensor([[2**53 + 1, 0]]))
+
+
 def test_learned_frequencies_get_gradients():
     torch.manual_seed(0)
     module = MultiAxisRotaryEmbedding(axial_frequencies(8, 2), learnable=True)

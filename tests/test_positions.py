@@ -8,6 +8,7 @@ static cache's position, a 0-d tensor here), and, for rotary, tensors laid out `
 
 from __future__ import annotations
 
+import math
 import pickle
 
 import numpy as np
@@ -91,7 +92,7 @@ def test_positions_that_do_not_broadcast_are_refused_with_the_shapes():
         rope(torch.zeros(2, 3, 5, 8), positions=torch.zeros(2, 4))
 
 
-# --- RotaryEmbedding: integer positions, the cached table, and the table of the last call -----------------------
+# --- RotaryEmbedding: integer positions and the cached table -----------------------------------------------------
 
 
 def _first_of_each_pair(shape, layout):
@@ -118,7 +119,7 @@ def test_integer_positions_inside_the_cached_table_are_its_rows(layout):
     (key,) = rope._tables  # mark the cached rows: a rotation read from the table shows the mark
     table = rope._tables[key]
     rope._tables[key] = (2 * table[0], 2 * table[1]) if isinstance(table, tuple) else 2 * table
-    assert torch.equal(rope(x, positions=positions.clone()), 2 * out)  # a new tensor: not the last call's table
+    assert torch.equal(rope(x, positions=positions), 2 * out)  # the same tensor too: every call reads the table
     far = torch.tensor([[-3, 0, 64, 70, 2**20, 5]])
     x64 = torch.randn(1, 3, 6, 8, dtype=torch.float64, generator=_generator(20))  # float64: its own, unmarked table
     want = posenc.rotate(x64.numpy(), far[0].numpy(), layout=layout)
@@ -128,39 +129,71 @@ def test_integer_positions_inside_the_cached_table_are_its_rows(layout):
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("kind", ["positions", "offset"])
 def test_a_tensor_updated_in_place_gives_its_new_positions(layout, kind):
-    """The table of the last call is reused for the same tensor only while its values are unchanged: an update
-    in place (a static cache's counter, a reused position_ids buffer) moves its version counter."""
+    """A static cache's counter or a reused position_ids buffer, updated in place between calls: each call
+    rotates by the values the tensor holds then, in float64 and in float32 (the ordinary eager path)."""
     rope = RotaryEmbedding(8, layout=layout)
     x = torch.randn(1, 2, 4, 8, dtype=torch.float64, generator=_generator(21))
     given = torch.arange(4)[None] if kind == "positions" else torch.tensor(0)
-    call = (lambda: rope(x, positions=given)) if kind == "positions" else (lambda: rope(x, offset=given))
-    np.testing.assert_allclose(call().numpy(), posenc.rotate(x.numpy(), np.arange(4), layout=layout), atol=1e-13)
+    call = (lambda x: rope(x, positions=given)) if kind == "positions" else (lambda x: rope(x, offset=given))
+    np.testing.assert_allclose(call(x).numpy(), posenc.rotate(x.numpy(), np.arange(4), layout=layout), atol=1e-13)
     given.add_(1000)
     want = posenc.rotate(x.numpy(), np.arange(1000, 1004), layout=layout)
-    np.testing.assert_allclose(call().numpy(), want, rtol=0, atol=1e-13)
-    x32 = x.float()  # float32: the call that reuses the kept table skips the general machinery
-    kept = rope(x32, positions=given) if kind == "positions" else rope(x32, offset=given)
+    np.testing.assert_allclose(call(x).numpy(), want, rtol=0, atol=1e-13)
+    x32 = x.float()
+    before = call(x32)
     given.add_(-999)
     fresh = RotaryEmbedding(8, layout=layout)
-    again = rope(x32, positions=given) if kind == "positions" else rope(x32, offset=given)
+    again = call(x32)
     assert torch.equal(again, fresh(x32, positions=given.clone()) if kind == "positions" else fresh(x32, offset=1))
-    assert not torch.equal(again, kept)
-    with torch.inference_mode():  # an inference tensor has no version counter: its table is not kept
-        inference = torch.arange(4)[None]
-        rope(x, positions=inference)
-        inference.add_(7)
-        np.testing.assert_allclose(
-            rope(x, positions=inference).numpy(),
-            posenc.rotate(x.numpy(), np.arange(7, 11), layout=layout),
-            rtol=0,
-            atol=1e-13,
-        )
+    assert not torch.equal(again, before)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("kind", ["positions", "offset"])
+@pytest.mark.parametrize("how", ["through NumPy", "through .data"])
+def test_a_tensor_changed_behind_its_version_counter_gives_its_new_positions(layout, kind, how):
+    """Memory shared with NumPy (torch.from_numpy) or changed through .data changes a tensor's values without
+    advancing its version counter: nothing a call reuses may depend on that counter (issue 32: a table kept
+    per tensor and counter rotated every row by the old positions, an error of 4.5)."""
+    rope = RotaryEmbedding(8, layout=layout)
+    x = torch.randn(1, 2, 4, 8, generator=_generator(25))  # float32: the path a model's call takes
+    array = np.arange(4)[None] if kind == "positions" else np.array(0)
+    given = torch.from_numpy(array)
+    call = (lambda: rope(x, positions=given)) if kind == "positions" else (lambda: rope(x, offset=given))
+    call()
+    version = given._version
+    if how == "through NumPy":
+        array += 1000
+    else:
+        given.data.add_(1000)
+    assert given._version == version  # the premise: the counter did not move
+    want = posenc.rotate(x.double().numpy(), np.arange(1000, 1004), layout=layout)
+    assert np.abs(call().double().numpy() - want).max() <= 1e-6 * float(x.abs().max())
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", [torch.int8, torch.int16, torch.int32, torch.uint8], ids=str)
+def test_positions_of_every_integer_dtype_rotate_each_row_at_its_own_position(layout, dtype):
+    """int8 and int16 are no index dtype for torch and uint8 indexes as a boolean mask (issue 32: an IndexError
+    that named no parameter, or rows read by mask): positions of every integer dtype are the same positions."""
+    rope = RotaryEmbedding(8, layout=layout)
+    x = torch.randn(2, 3, 64, 8, dtype=torch.float64, generator=_generator(26))
+    values = [[0, 1, 2, 100, 127] + list(range(5, 64)), list(range(64))]  # inside the table and past it
+    want = np.stack([posenc.rotate(x[b].numpy(), values[b], layout=layout) for b in range(2)])
+    for positions in (torch.tensor(values, dtype=dtype), torch.tensor(values[1], dtype=dtype)[None]):
+        expected = want if positions.shape[0] == 2 else posenc.rotate(x.numpy(), values[1], layout=layout)
+        np.testing.assert_allclose(rope(x, positions=positions).numpy(), expected, rtol=0, atol=1e-13)
+        np.testing.assert_allclose(rope(x.float(), positions=positions).double().numpy(), expected, atol=1e-6)
+    array = np.array(values[1], dtype=np.dtype(str(dtype).removeprefix("torch.")))  # the NumPy dtype of that name
+    np.testing.assert_allclose(
+        rope(x, positions=array).numpy(), posenc.rotate(x.numpy(), values[1], layout=layout), rtol=0, atol=1e-13
+    )
 
 
 @pytest.mark.argument_check
-def test_a_kept_table_does_not_skip_the_check_of_x():
-    """(1, seq) positions need x to have a batch axis: the call that reuses the table of the same positions
-    tensor refuses an x without one, as the first call would."""
+def test_a_second_call_by_the_same_positions_checks_x_again():
+    """(1, seq) positions need x to have a batch axis: a second call by the same positions tensor refuses an x
+    without one, as the first call would."""
     rope = RotaryEmbedding(8)
     positions = torch.arange(3)[None]
     rope(torch.zeros(2, 2, 3, 8), positions=positions)
@@ -168,8 +201,8 @@ def test_a_kept_table_does_not_skip_the_check_of_x():
         rope(torch.zeros(3, 8), positions=positions)
 
 
-def test_a_module_that_kept_a_table_pickles_and_rotates_alike():
-    """torch.save(model) pickles the module: the last call's table (held with a weak reference) is left out."""
+def test_a_module_with_a_cached_table_pickles_and_rotates_alike():
+    """torch.save(model) pickles the module, its cached table included."""
     rope = RotaryEmbedding(8)
     x, positions = torch.randn(1, 2, 4, 8, generator=_generator(24)), torch.arange(4)
     before = rope(x, positions=positions)
@@ -177,9 +210,9 @@ def test_a_module_that_kept_a_table_pickles_and_rotates_alike():
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
-def test_a_table_made_in_inference_mode_is_not_kept_for_a_training_step(layout):
+def test_a_table_made_in_inference_mode_serves_a_training_step(layout):
     """The same position_ids tensor in a validation step under torch.inference_mode() and then in a training
-    step: the table made in inference mode (an inference tensor) must not be reused, or backward raises."""
+    step: the table cached in inference mode must be an ordinary tensor, or backward raises."""
     rope = RotaryEmbedding(16, layout=layout)
     positions = torch.arange(3, 8)
     with torch.inference_mode():
@@ -317,8 +350,10 @@ def test_bias_offset_none_keeps_the_queries_last():
         lambda q_len, k_len: ALiBiBias(4)(q_len, k_len, causal=False),
         lambda q_len, k_len: T5RelativeBias(4)(q_len, k_len),
         lambda q_len, k_len: T5RelativeBias(4).buckets(q_len, k_len),
+        lambda q_len, k_len: posenc.alibi_bias(4, q_len, k_len, causal=False),
+        lambda q_len, k_len: posenc.shaw_relative_indices(q_len, k_len, max_distance=4),
     ],
-    ids=["alibi", "t5", "t5-buckets"],
+    ids=["alibi", "t5", "t5-buckets", "alibi-numpy", "shaw"],
 )
 @pytest.mark.parametrize(("q_len", "k_len"), [(0, 2**40), (2**40, 0)])
 def test_an_empty_bias_allocates_nothing_of_the_other_length(make_bias, q_len, k_len):
@@ -329,4 +364,4 @@ def test_an_empty_bias_allocates_nothing_of_the_other_length(make_bias, q_len, k
     """
     bias = make_bias(q_len, k_len)
     assert bias.shape[-2:] == (q_len, k_len)
-    assert bias.numel() == 0
+    assert math.prod(bias.shape) == 0

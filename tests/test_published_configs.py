@@ -99,3 +99,16 @@ def test_the_corpus_has_issue_32s_floor_of_families():
     """Families are the files' top-level model_type values."""
     families = {json.loads((CORPUS / entry["file"]).read_bytes())["model_type"] for entry in ENTRIES}
     assert len(families) >= MIN_FAMILIES, sorted(families)
+
+
+def test_the_books_reader_returns_each_file_as_stored_and_only_files_of_the_manifest():
+    """posenc_book.published, which the chapters read real checkpoints' values through (chapters 11 and 14)."""
+    from posenc_book.published import CORPUS as READ_FROM
+    from posenc_book.published import manifest_entry, published_config
+
+    assert READ_FROM == CORPUS
+    for entry in ENTRIES[:5]:
+        assert published_config(entry["file"]) == json.loads((CORPUS / entry["file"]).read_text())
+        assert manifest_entry(entry["file"]) == entry
+    with pytest.raises(ValueError, match="file_name"):
+        published_config("MANIFEST.json")

@@ -269,6 +269,40 @@ def test_dynamic_without_original_length_matches_transformers(factor):
         assert attention == rotary_attention_factor(scaling) == 1.0
 
 
+def test_transformers_dynamic_ignores_an_original_length_in_the_dict_and_posenc_refuses_a_different_one():
+    """Chapter 7: a dynamic dict's ``original_max_position_embeddings`` changes nothing in transformers, which
+    reads ``config.max_position_embeddings``; posenc refuses a dict whose value disagrees with it."""
+    from transformers import LlamaConfig
+
+    def config(**dynamic):
+        parameters = {"rope_type": "dynamic", "factor": 8.0, "rope_theta": 10000.0, **dynamic}
+        return LlamaConfig(
+            hidden_size=64, num_attention_heads=2, head_dim=32, max_position_embeddings=128, rope_parameters=parameters
+        )
+
+    without, _ = init_function(config(), "dynamic", seq_len=1024)
+    for trained in (32, 128, 512):
+        with_key, _ = init_function(config(original_max_position_embeddings=trained), "dynamic", seq_len=1024)
+        assert np.array_equal(with_key, without), trained
+    # the length that counts is 128: the frequencies of L = 32 are another set
+    ours = rotary_frequencies(
+        32,
+        scaling=RopeScaling.from_dict({"rope_type": "dynamic", "factor": 8.0}, max_position_embeddings=128),
+        seq_len=1024,
+    )
+    np.testing.assert_allclose(ours, without, rtol=frequency_rtol(10000.0 * 57 ** (32 / 30)))
+    short = rotary_frequencies(
+        32, scaling=RopeScaling("dynamic", 8.0, original_max_position_embeddings=32), seq_len=1024
+    )
+    assert np.abs(short / ours - 1).max() > 0.5
+    with pytest.raises(ValueError, match="transformers' dynamic scaling uses max_position_embeddings"):
+        RopeScaling.from_dict(config(original_max_position_embeddings=32).rope_parameters, max_position_embeddings=128)
+    agreeing = RopeScaling.from_dict(
+        config(original_max_position_embeddings=128).rope_parameters, max_position_embeddings=128
+    )
+    assert agreeing.original_max_position_embeddings == 128
+
+
 def test_llama3_with_equal_factors_matches_transformers():
     """Llama 4's llama3 dict (low_freq_factor == high_freq_factor == 1): a step, as transformers computes it."""
     from transformers import LlamaConfig

@@ -169,6 +169,19 @@ def test_positions_may_be_a_count():
     np.testing.assert_array_equal(rotate(x, 4), rotate(x, [0.0, 1.0, 2.0, 3.0]))
 
 
+def test_integer_positions_are_exact_up_to_2_53_and_refused_beyond():
+    """float64 holds every integer up to 2**53; 2**53 + 1 would round to 2**53 and be rotated as that position."""
+    x = random_array(3, (2, 8))
+    np.testing.assert_array_equal(rotate(x, [2**53, -(2**53)]), rotate(x, [2.0**53, -(2.0**53)]))
+    for beyond in (2**53 + 1, -(2**53) - 1, 2**62):
+        with pytest.raises(ValueError, match="2\\*\\*53"):
+            rotate(x[:1], np.array([beyond], dtype=np.int64))
+    module = RotaryEmbedding(8)
+    assert torch.isfinite(module(torch.from_numpy(x), positions=torch.tensor([2**53, -(2**53)]))).all()
+    with pytest.raises(ValueError, match="2\\*\\*53"):
+        module(torch.from_numpy(x), positions=torch.tensor([2**53 + 1, 0]))
+
+
 # --- The two layouts and the weight permutation ---------------------------------------------------------
 
 

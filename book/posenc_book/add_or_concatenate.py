@@ -1,19 +1,32 @@
 """What adding a position vector does inside attention, and what concatenating one would cost.
 
-Three helpers for the book's "add or concatenate?" chapter: exact parameter and FLOP counts of one
+Helpers for the book's "add or concatenate?" chapter: exact parameter and FLOP counts of one
 Transformer layer when position vectors are added to or concatenated with the token embeddings
 (:func:`layer_cost`), the four-term expansion of the attention logits of a sum (:func:`logit_terms`),
-and the mean absolute cosine similarity between two sets of vectors (:func:`mean_abs_cosine`).
+the mean absolute cosine similarity between two sets of vectors (:func:`mean_abs_cosine`), and the
+subspace that holds most of a set of vectors' energy with the share of other vectors' energy inside it
+(:func:`energy_subspace`, :func:`energy_share`).
 """
 
 from __future__ import annotations
 
+import math
+import numbers
 from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["COMBINE_MODES", "LayerCost", "layer_cost", "LogitTerms", "logit_terms", "mean_abs_cosine"]
+__all__ = [
+    "COMBINE_MODES",
+    "LayerCost",
+    "layer_cost",
+    "LogitTerms",
+    "logit_terms",
+    "mean_abs_cosine",
+    "energy_subspace",
+    "energy_share",
+]
 
 COMBINE_MODES = ("add", "concat_qkv", "concat_wide")
 """How a position vector meets the token embedding: see :func:`layer_cost`."""
@@ -82,8 +95,11 @@ def layer_cost(d_model, *, combine="add", d_position=0, seq_len=1, ffn_multiplie
 
     Raises
     ------
+    TypeError
+        If ``d_model``, ``d_position``, ``seq_len`` or ``ffn_multiplier`` is not an int (a bool is not).
     ValueError
-        If ``combine`` is unknown, or ``d_position`` does not fit ``combine``.
+        If ``combine`` is unknown, ``d_position`` does not fit ``combine``, or ``d_model``, ``seq_len`` or
+        ``ffn_multiplier`` is below 1.
 
     Notes
     -----
@@ -115,6 +131,10 @@ def layer_cost(d_model, *, combine="add", d_position=0, seq_len=1, ffn_multiplie
     """
     if combine not in COMBINE_MODES:
         raise ValueError(f"combine must be one of {COMBINE_MODES}, got {combine!r}")
+    d_model = _count(d_model, "d_model", minimum=1)
+    d_position = _count(d_position, "d_position", minimum=0)
+    seq_len = _count(seq_len, "seq_len", minimum=1)
+    ffn_multiplier = _count(ffn_multiplier, "ffn_multiplier", minimum=1)
     if combine == "add" and d_position != 0:
         raise ValueError(
             f"d_position must be 0 for combine='add' (an added position vector has d_model entries), got {d_position}"
@@ -135,6 +155,15 @@ def layer_cost(d_model, *, combine="add", d_position=0, seq_len=1, ffn_multiplie
     )
 
 
+def _count(value, name: str, *, minimum: int) -> int:
+    """``value`` as an int ``>= minimum``: a bool, a float or anything else that is not an integer is refused."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int >= {minimum}, got {type(value).__name__} {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be an int >= {minimum}, got {value}")
+    return int(value)
+
+
 class LogitTerms(NamedTuple):
     """The four parts of the attention logits of token-plus-position inputs (see :func:`logit_terms`).
 
@@ -148,11 +177,29 @@ class LogitTerms(NamedTuple):
 
 
 def _matrix(value, name: str, shape_text: str) -> np.ndarray:
-    """``value`` as a float64 array, refused unless it is 2-D."""
-    array = np.asarray(value, dtype=np.float64)
+    """``value`` as a float64 array, refused unless it is 2-D, real (not complex) and finite."""
+    array = np.asarray(value)
+    if array.dtype.kind == "c":
+        raise TypeError(f"{name} must be real, got an array of dtype {array.dtype}")
+    array = array.astype(np.float64)
     if array.ndim != 2:
         raise ValueError(f"{name} must be a 2-D array {shape_text}, got shape {array.shape}")
+    if not np.all(np.isfinite(array)):
+        raise ValueError(f"{name} must be finite: found NaN or infinity")
     return array
+
+
+def _scaled_rows(rows: np.ndarray, name: str, what: str) -> np.ndarray:
+    """Each row scaled by the power of 2 that brings its largest entry into [0.5, 1): its norm cannot overflow or
+    underflow, and the scaling is exact.
+
+    Cosines and energy shares do not change when a row is scaled; ``what`` says, for the message, what a zero row
+    would leave undefined.
+    """
+    largest = np.abs(rows).max(axis=1, keepdims=True) if rows.shape[1] else np.zeros((rows.shape[0], 1))
+    if np.any(largest == 0):
+        raise ValueError(f"{name} must have no zero row: {what}")
+    return np.ldexp(rows, -np.frexp(largest)[1])  # by a power of 2: exact, largest entry in [0.5, 1)
 
 
 def logit_terms(tokens, positions, w_query, w_key):
@@ -177,7 +224,9 @@ def logit_terms(tokens, positions, w_query, w_key):
     Raises
     ------
     ValueError
-        If an argument is not 2-D, or the shapes do not fit together.
+        If an argument is not 2-D or not finite, or the shapes do not fit together.
+    TypeError
+        If an argument is complex.
 
     Notes
     -----
@@ -245,7 +294,9 @@ def mean_abs_cosine(rows_a, rows_b):
     Raises
     ------
     ValueError
-        If an argument is not 2-D or holds a zero row, or the widths differ.
+        If an argument is not 2-D, not finite or holds a zero row, or the widths differ.
+    TypeError
+        If an argument is complex.
 
     Notes
     -----
@@ -262,9 +313,103 @@ def mean_abs_cosine(rows_a, rows_b):
     rows_b = _matrix(rows_b, "rows_b", "(n_b, d)")
     if rows_a.shape[1] != rows_b.shape[1]:
         raise ValueError(f"rows_a and rows_b must have the same width, got {rows_a.shape[1]} and {rows_b.shape[1]}")
-    for name, rows in (("rows_a", rows_a), ("rows_b", rows_b)):
-        if np.any(np.linalg.norm(rows, axis=1) == 0):
-            raise ValueError(f"{name} must have no zero row: the cosine of a zero vector is undefined")
-    unit_a = rows_a / np.linalg.norm(rows_a, axis=1, keepdims=True)
-    unit_b = rows_b / np.linalg.norm(rows_b, axis=1, keepdims=True)
+    undefined = "the cosine of a zero vector is undefined"
+    scaled_a, scaled_b = _scaled_rows(rows_a, "rows_a", undefined), _scaled_rows(rows_b, "rows_b", undefined)
+    unit_a = scaled_a / np.linalg.norm(scaled_a, axis=1, keepdims=True)
+    unit_b = scaled_b / np.linalg.norm(scaled_b, axis=1, keepdims=True)
     return float(np.abs(unit_a @ unit_b.T).mean())
+
+
+def energy_subspace(rows, energy=0.99):
+    r"""The smallest subspace that holds a given share of the energy of a set of row vectors.
+
+    Parameters
+    ----------
+    rows : (n, d) array_like
+        The vectors, one per row (for instance a table of position vectors); not all zero.
+    energy : float, default 0.99
+        The share of :math:`\sum_j \|r_j\|^2` the subspace must hold, in :math:`(0, 1)`.
+
+    Returns
+    -------
+    basis : (d, k) ndarray
+        Orthonormal columns spanning the subspace: the first :math:`k` right singular vectors of ``rows``,
+        :math:`k` the smallest with :math:`\sum_{i \le k} \sigma_i^2 \ge` ``energy`` :math:`\sum_i \sigma_i^2`.
+
+    Raises
+    ------
+    ValueError
+        If ``rows`` is not 2-D, not finite or all zero, or ``energy`` is not in :math:`(0, 1)`.
+    TypeError
+        If ``rows`` is complex.
+
+    Notes
+    -----
+    The energy of the rows inside a subspace with orthonormal basis :math:`B` is
+    :math:`\|R B\|_F^2`; among subspaces of dimension :math:`k` the span of the first :math:`k` right
+    singular vectors holds the most, :math:`\sum_{i \le k} \sigma_i^2` (Eckart–Young), so no subspace of
+    fewer dimensions holds ``energy`` of it.
+
+    Examples
+    --------
+    >>> basis = energy_subspace([[3.0, 0.0, 0.0], [0.0, 1.0, 0.0]], energy=0.9)
+    >>> basis.shape, float(abs(basis[0, 0]))
+    ((3, 1), 1.0)
+    """
+    rows = _matrix(rows, "rows", "(n, d)")
+    if not 0.0 < energy < 1.0:
+        raise ValueError(f"energy must be a share in (0, 1), got {energy!r}")
+    largest = float(np.abs(rows).max()) if rows.size else 0.0
+    if largest == 0.0:
+        raise ValueError("rows must not be all zero: they have no energy to hold")
+    # the shares do not change with the scale of the table: scaled exactly by a power of 2, its squared singular
+    # values cannot overflow or underflow
+    _, singular, right = np.linalg.svd(np.ldexp(rows, -math.frexp(largest)[1]), full_matrices=False)
+    total = float(np.sum(singular**2))
+    cumulative = np.cumsum(singular**2) / total
+    k = int(np.searchsorted(cumulative, energy)) + 1
+    return right[:k].T
+
+
+def energy_share(vectors, basis):
+    r"""The share of each vector's squared norm that lies inside a subspace.
+
+    Parameters
+    ----------
+    vectors : (n, d) array_like
+        The vectors, one per row; no zero row.
+    basis : (d, k) array_like
+        Orthonormal columns spanning the subspace, as :func:`energy_subspace` returns them.
+
+    Returns
+    -------
+    share : (n,) ndarray
+        :math:`\|v B\|^2 / \|v\|^2` for each row :math:`v`, in :math:`[0, 1]`: 1 for a vector inside the
+        subspace, 0 for one orthogonal to it.
+
+    Raises
+    ------
+    ValueError
+        If an argument is not 2-D or not finite, ``vectors`` holds a zero row, the widths differ, or the
+        columns of ``basis`` are not orthonormal (to 1e-8).
+    TypeError
+        If an argument is complex.
+
+    Notes
+    -----
+    A vector with independent Gaussian entries points in a uniformly random direction, so its expected
+    share inside any :math:`k`-dimensional subspace of :math:`\mathbb{R}^d` is exactly :math:`k / d`.
+
+    Examples
+    --------
+    >>> energy_share([[1.0, 1.0], [0.0, 2.0]], [[1.0], [0.0]])
+    array([0.5, 0. ])
+    """
+    vectors = _matrix(vectors, "vectors", "(n, d)")
+    basis = _matrix(basis, "basis", "(d, k)")
+    if basis.shape[0] != vectors.shape[1]:
+        raise ValueError(f"basis must have d = {vectors.shape[1]} rows, the width of vectors, got {basis.shape[0]}")
+    if not np.allclose(basis.T @ basis, np.eye(basis.shape[1]), rtol=0, atol=1e-8):
+        raise ValueError("basis must have orthonormal columns (basis.T @ basis = I)")
+    scaled = _scaled_rows(vectors, "vectors", "the share of a zero vector is undefined")
+    return np.sum((scaled @ basis) ** 2, axis=1) / np.sum(scaled**2, axis=1)

@@ -1191,7 +1191,10 @@ def position_interpolation(
     -----
     Position Interpolation (Chen et al., 2023) gives the rotary embedding the positions
     :math:`m' = m\,L / L'` for a model trained at length :math:`L` and run at :math:`L' = \mathrm{factor}
-    \cdot L`, so that every angle :math:`m'\theta_i` stays inside the range seen in training. transformers'
+    \cdot L`, for :math:`m = 0, \dots, L' - 1`. The largest, :math:`(L' - 1)/\mathrm{factor} = L - 1/\mathrm{factor}`,
+    lies :math:`1 - 1/\mathrm{factor}` of a step beyond the last trained position :math:`L - 1` (31.75 against 31
+    for :math:`L = 32` and a factor of 4): every angle :math:`m'\theta_i` stays within one step of the range seen
+    in training, not inside it. transformers'
     ``{"rope_type": "linear", "factor": factor}`` divides the frequencies instead, which gives the same
     angles. The price is resolution: neighbours are :math:`1/\mathrm{factor}` apart instead of 1.
     Chen et al. fine-tune their interpolated LLaMA models for at most 1000 steps; here ``finetune_steps``

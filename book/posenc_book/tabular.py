@@ -168,9 +168,11 @@ class TinyFTTransformer(nn.Module):
 
     The authors' package uses pre-norm layers but skips the very first LayerNorm and calls this crucial.
     With ``norm_first=True`` this model keeps it, which shows what it would cost: LayerNorm turns a
-    bias-free token :math:`x_j W_j` into :math:`\mathrm{sign}(x_j)` times the normalised :math:`W_j` (up
-    to its :math:`\varepsilon`, before its learned scale and shift), losing the magnitude of :math:`x_j`;
-    with the bias, :math:`\mathrm{LN}(x_j W_j + b_j)` keeps it.
+    bias-free token :math:`x_j W_j` into :math:`\mathrm{sign}(x_j)` times the normalised :math:`W_j` (before
+    its learned scale and shift), losing the magnitude of :math:`x_j`, as long as its :math:`\varepsilon` is
+    small against :math:`x_j^2` times the variance of :math:`W_j`'s entries. Training can shrink :math:`W_j`
+    until it is not, and a small :math:`|x_j|` then keeps part of its size (chapter 5). With the bias,
+    :math:`\mathrm{LN}(x_j W_j + b_j)` keeps it.
 
     References
     ----------

@@ -31,12 +31,14 @@ __all__ = [
     "OVERRIDES",
     "PUBLISHED_CONFIGS",
     "PublishedConfig",
+    "ROTATION_CALL",
     "ZooEntry",
     "census",
     "families_by_rope_type",
     "model_type_of",
     "posenc_rotation",
     "rotary_configs",
+    "rotating_directories",
     "tiny_model",
     "trained_length",
 ]
@@ -114,15 +116,47 @@ def rotary_configs() -> list[tuple[str, object]]:
                 defined_here = inspect.isclass(cls) and cls.__module__ == module.__name__
                 if not (defined_here and issubclass(cls, PreTrainedConfig)):
                     continue
-                if not _ROPE_FIELDS & set(getattr(cls, "__dataclass_fields__", _ROPE_FIELDS)):
+                fixed = _FIXED_ROTARY.get(getattr(cls, "model_type", ""), False)
+                if not fixed and not _ROPE_FIELDS & set(getattr(cls, "__dataclass_fields__", _ROPE_FIELDS)):
                     continue  # declares no rotary field: its defaults cannot carry rope_parameters
                 try:
                     config = cls()
                 except (TypeError, ValueError, AttributeError, KeyError):  # no defaults to build from
                     continue
-                if getattr(config, "rope_parameters", None):
+                if fixed or getattr(config, "rope_parameters", None):
                     found.append((path.parent.name, config))
     return found
+
+
+_FIXED_ROTARY = {
+    model_type: True for model_type, family in posenc.config.FAMILIES.items() if family.rope_form == "fixed"
+}
+"""Families whose modeling code fixes the rotation without rope parameters (GPT-J, CodeGen): their classes rotate at
+their defaults (``rotary_dim`` 64) and are in the census though they carry no ``rope_parameters``."""
+
+ROTATION_CALL = re.compile(
+    r"^(?!\s*def )(?!\s*#).*?(_?apply_rotary\w*|_?apply_rope\w*|apply_multidimensional_rope)\(", re.MULTILINE
+)
+"""A line of a modeling file that calls a rotation function (not its definition, not a comment)."""
+
+
+def rotating_directories() -> dict[str, tuple[str, ...]]:
+    """Every model directory of transformers whose modeling code rotates, with the rotation functions it calls.
+
+    Found from the code, not from posenc's table: a ``modeling_*.py`` with a line that calls a function named
+    ``apply_rotary*``, ``apply_rope*`` or ``apply_multidimensional_rope`` (GPT-J's, ESM's, CLVP's ... as well as the
+    families that carry ``rope_parameters``). Each is a directory of a family :meth:`posenc.RotaryPlan.from_config`
+    reads, or holds ``model_type`` values posenc lists, with the reason, in ``posenc._families.ROTATES_UNREAD``.
+    """
+    import transformers
+
+    root = pathlib.Path(transformers.__file__).parent / "models"
+    found: dict[str, set[str]] = {}
+    for path in sorted(root.glob("*/modeling_*.py")):
+        calls = {match.group(1).lstrip("_") for match in ROTATION_CALL.finditer(path.read_text())}
+        if calls:
+            found.setdefault(path.parent.name, set()).update(calls)
+    return {directory: tuple(sorted(calls)) for directory, calls in sorted(found.items())}
 
 
 def model_type_of(config: object) -> str:

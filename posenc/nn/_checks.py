@@ -17,7 +17,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from posenc._validation import MAX_OFFSET, check_int, check_table_size
+from posenc._validation import MAX_EXACT_INTEGER, MAX_OFFSET, check_exact_integers, check_int, check_table_size
 
 LONG_CONTEXT_HINT = "use score_mod() with torch.nn.attention.flex_attention, which never builds the bias tensor"
 """Where the size guard of the dense ALiBi and T5 biases points for long contexts."""
@@ -139,6 +139,7 @@ def positions_tensor(
             array = array.astype(np.float64)
             if not np.all(np.isfinite(array)):
                 raise ValueError(f"positions must be {accepted}: found NaN or infinity")
+        check_exact_integers(array, "positions", accepted)
         tensor = torch.from_numpy(np.ascontiguousarray(array))
     if tensor.ndim == 0 or tensor.shape[-1] != seq:
         raise ValueError(
@@ -149,7 +150,17 @@ def positions_tensor(
     tensor = _on_device(tensor, device, "positions")
     if tensor.is_floating_point() and isinstance(positions, torch.Tensor):
         check_on_device(torch.isfinite(tensor).all(), f"positions must be {accepted}: found NaN or infinity")
+    elif tensor.dtype == torch.int64 and isinstance(positions, torch.Tensor):
+        check_on_device(exact_in_float64(tensor), f"positions must be {accepted}: {_NOT_EXACT}")
     return tensor
+
+
+_NOT_EXACT = "integers beyond 2**53 in magnitude do not convert to float64 exactly"
+
+
+def exact_in_float64(tensor: torch.Tensor) -> torch.Tensor:
+    """0-d bool tensor: every entry of the int64 ``tensor`` lies in ``[-2**53, 2**53]``, where float64 is exact."""
+    return ((tensor >= -MAX_EXACT_INTEGER) & (tensor <= MAX_EXACT_INTEGER)).all()
 
 
 def batch_positions(positions: object, x: torch.Tensor, d_model: int) -> torch.Tensor:

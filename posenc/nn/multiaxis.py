@@ -17,9 +17,16 @@ import torch
 from numpy.typing import ArrayLike
 from torch import nn
 
-from posenc._validation import ROTARY_LAYOUTS, RotaryLayout, check_choice, check_flag, check_table_size
+from posenc._validation import (
+    ROTARY_LAYOUTS,
+    RotaryLayout,
+    check_choice,
+    check_exact_integers,
+    check_flag,
+    check_table_size,
+)
 from posenc.multiaxis import check_frequency_matrix
-from posenc.nn._checks import HostConstants, check_on_device
+from posenc.nn._checks import HostConstants, check_on_device, exact_in_float64
 
 __all__ = ["MultiAxisRotaryEmbedding"]
 
@@ -101,9 +108,12 @@ class MultiAxisRotaryEmbedding(nn.Module):
         x : (..., seq, head_dim) tensor
             Queries or keys, any floating dtype and device, ``head_dim >= 2 * n_pairs``.
         positions : (..., seq, n_axes) tensor or array_like of real
-            The coordinates of each row of ``x``, finite reals; the leading axes broadcast against
-            ``x.shape[:-2]`` from the right: ``(seq, n_axes)`` for all, ``(batch, 1, seq, n_axes)`` per batch
-            entry of a ``(batch, heads, seq, head_dim)`` ``x``. transformers' M-RoPE ``position_ids``
+            The coordinates of each row of ``x``, finite reals (integers at most ``2**53`` in magnitude). Either
+            no leading axes, ``(seq, n_axes)`` for all rows of ``x``, or as many as ``x.shape[:-2]``, each 1 or
+            equal to ``x``'s: ``(batch, 1, seq, n_axes)`` per batch entry of a ``(batch, heads, seq, head_dim)``
+            ``x``. Fewer leading axes are refused unless all are 1: broadcast from the right, a ``(batch, seq,
+            n_axes)`` tensor would fall on the heads axis, while :class:`~posenc.nn.RotaryEmbedding` lines its
+            ``(batch, seq)`` positions up with ``x``'s first axes. transformers' M-RoPE ``position_ids``
             ``(3, batch, seq)`` are ``position_ids.permute(1, 2, 0)[:, None]``.
 
         Returns
@@ -119,8 +129,9 @@ class MultiAxisRotaryEmbedding(nn.Module):
             If ``x`` is not a floating tensor or ``positions`` not real.
         ValueError
             If ``x`` has fewer than 2 axes or fewer than ``2 * n_pairs`` features, ``positions`` does not have
-            ``n_axes`` coordinates for each of the ``seq`` rows, does not broadcast into ``x``'s shape, is not
-            finite, or gives angles beyond float64.
+            ``n_axes`` coordinates for each of the ``seq`` rows, does not broadcast into ``x``'s shape, has fewer
+            leading axes than ``x`` (not all 1), is not finite, holds an integer beyond ``2**53`` in magnitude, or
+            gives angles beyond float64.
         """
         if not isinstance(x, torch.Tensor):
             raise TypeError(f"x must be a torch.Tensor of shape (..., seq, head_dim), got {type(x).__name__}")
@@ -172,6 +183,7 @@ class MultiAxisRotaryEmbedding(nn.Module):
                 np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)
             ):
                 raise TypeError(f"positions must be {accepted}, got an array of dtype {array.dtype}")
+            check_exact_integers(array, "positions", accepted)
             coordinates = torch.from_numpy(np.ascontiguousarray(array, dtype=np.float64))
         shape, rows = tuple(coordinates.shape), tuple(x.shape[:-1])
         if len(shape) < 2 or shape[-1] != self.n_axes:
@@ -187,8 +199,20 @@ class MultiAxisRotaryEmbedding(nn.Module):
                 f"positions of shape {shape} must broadcast into x's shape {tuple(x.shape)} (its leading axes 1 or "
                 "equal to x's, aligned from the right)"
             )
+        if 0 < len(leading) < len(outer) and any(n != 1 for n in leading):
+            # (batch, seq, n_axes) against (batch, heads, seq, head_dim): aligned from the right, the batch axis
+            # of positions would fall on x's heads axis, the opposite of RotaryEmbedding's (batch, seq) positions
+            raise ValueError(
+                f"positions of shape {shape} must have as many leading axes as x of shape {tuple(x.shape)} "
+                f"({len(outer)}, 1 where shared), or none: e.g. (batch, 1, seq, n_axes) for (batch, heads, seq, "
+                "head_dim); with fewer they would line up with x's last leading axes, not its first"
+            )
         check_table_size(coordinates.numel() // self.n_axes, self.n_pairs, "positions rows", "n_pairs")
-        coordinates = coordinates.to(device=x.device, dtype=torch.float64)
+        coordinates = coordinates.to(device=x.device)
+        if coordinates.dtype == torch.int64:
+            exact = exact_in_float64(coordinates)
+            check_on_device(exact, f"positions must be {accepted}: integers beyond 2**53 in magnitude are not exact")
+        coordinates = coordinates.to(dtype=torch.float64)
         check_on_device(torch.isfinite(coordinates).all(), f"positions must be {accepted}: found NaN or infinity")
         if self.frequencies is None:
             matrix = self._fixed.on("frequencies", x.device)

@@ -12,11 +12,11 @@ layer at every step. Three paths share the rounding rule:
   slices rows ``offset .. offset + seq - 1`` out of it; when a call needs more rows the table grows to at least
   twice its length (up to 2**22 entries; beyond, the direct path), the rows it holds unchanged. A decode step
   then costs a slice, not a table (``make bench``: the decode row).
-- *eager, integer positions or a 0-d tensor offset*: the positions are gathered from the same cached table, on
-  the device, and those outside it are computed; which ones are is never read on the host, so both are computed
-  and one is picked per position. The table of the last call by a tensor (integer or fractional positions, or
-  an offset) is kept with that tensor (a weak reference and its version counter): the next call by the same,
-  unchanged tensor, as every attention layer of a model makes with its ``position_ids``, reuses it.
+- *eager, integer positions (any integer dtype) or a 0-d tensor offset*: the positions index the same cached
+  table, on the device, and those outside it are computed; which ones are is never read on the host, so both
+  are computed and one is picked per position. Nothing is kept between calls (as in torchtune, whose
+  ``RotaryPositionalEmbeddings`` indexes its cache by ``input_pos``, and transformers, which computes cos and
+  sin from ``position_ids`` at each forward pass): every call reads the values its tensor holds then.
 - *direct*: under ``torch.compile`` and ``torch.export`` (``torch.compiler.is_compiling()``), for fractional
   ``positions``, and for the length-dependent scalings (``"dynamic"``, ``"longrope"``), the float64 angles of the
   call's own positions are computed in ``forward``. When tracing, no Python-side state is read or written, a 0-d
@@ -26,20 +26,23 @@ layer at every step. Three paths share the rounding rule:
 *Why.* Measured on this project's 2-core machine while loaded (so only the ratios mean much): one decode step of
 :meth:`~posenc.nn.RotaryEmbedding.rotate_pair` on q and k of ``(1, 32, 1, 128)`` took 26 us (interleaved) and 37 us
 (halves) from the cached table, against 112 and 135 us when the same step computed its float64 angles; ``make
-bench`` compares it with transformers, and the positions path with the offset path. An ordinary eager call (an int
-``offset``, float32, the whole head rotated, rows already cached) skips the checks and the general machinery, whose
-Python cost more than the small kernels of a decode step; any other call, an invalid one included, takes the
-checked path. Under compile the direct computation is what keeps one graph for every offset. The alternative,
-float32 angles, is what transformers and rotary-embedding-torch do, and is off by up to ``position * 2**-24``
-radians (0.06 at 2**20). Devices without float64 (MPS) compute the angles on the CPU and move the rounded tables,
-which copies a tensor of positions to the host (not tested here: the project's machines have no such device).
+bench`` compares it with transformers, and the positions path with the offset path. A call by integer positions
+costs the offset call plus a gather and the float64 cos and sin of every position: 1.63 (interleaved) and 1.36
+(halves) times the offset call for a ``(1, 16, 4096, 64)`` float32 tensor on one thread, more on two threads of
+the loaded machine. Keeping the table of the last call by a tensor, keyed by its version counter, made a model's
+later layers as cheap as the offset call, and rotated every row by stale positions once the tensor changed
+behind that counter (issue 32): correct first. An ordinary eager call (an int ``offset``, float32, the whole head
+rotated, rows already cached) skips the checks and the general machinery, whose Python cost more than the small
+kernels of a decode step; any other call, an invalid one included, takes the checked path. Under compile the
+direct computation is what keeps one graph for every offset. The alternative, float32 angles, is what
+transformers and rotary-embedding-torch do, and is off by up to ``position * 2**-24`` radians (0.06 at 2**20).
+Devices without float64 (MPS) compute the angles on the CPU and move the rounded tables, which copies a tensor of
+positions to the host (not tested here: the project's machines have no such device).
 """
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Literal, get_args
 
 import torch
@@ -86,24 +89,6 @@ _Table = torch.Tensor | tuple[torch.Tensor, torch.Tensor]
 for interleaved when tracing, and ``[-sin | sin]`` for halves, ``sin`` of ``(..., seq, pairs)`` for interleaved."""
 
 _CPU = torch.device("cpu")
-
-
-@dataclass(frozen=True)
-class _Remembered:
-    """The table of an eager call whose positions (or offset) were the tensor ``source()`` at ``version``.
-
-    Every attention layer of a model passes the same ``position_ids`` (and a static cache the same
-    ``cache_position``) for its queries and its keys: the first call computes the table, the others reuse it. The
-    tensor is held by a weak reference, and its version counter (which every update in place advances) tells
-    whether its values are still those the table was made from: nothing is read on the host.
-    """
-
-    source: weakref.ref[torch.Tensor]
-    version: int
-    seq: int
-    dtype: torch.dtype
-    device: torch.device
-    table: _Table
 
 
 class RotaryEmbedding(nn.Module):
@@ -197,10 +182,10 @@ class RotaryEmbedding(nn.Module):
     length alone returns the rotation of the wrong positions: lucidrains/rotary-embedding-torch#11). Integer
     ``positions`` (and a tensor offset) inside it are gathered from it on the device, with the offset path's
     bits. It is built outside ``torch.inference_mode`` and without gradients, so that a table cached in a
-    validation loop serves a training step. The table of the last call by a tensor of positions (or a tensor
-    offset) is kept for the next call by the same tensor while its version counter says it is unchanged; not
-    for inference tensors, tables made in inference mode, or calls during a CUDA graph capture. The module has
-    no parameters or buffers: its ``state_dict`` is empty.
+    validation loop serves a training step. It is the only state: nothing is kept per tensor of positions, so
+    a tensor changed between calls, in place or behind its version counter (memory shared with NumPy,
+    ``.data``), is read afresh at every call. The module has no parameters or buffers: its ``state_dict`` is
+    empty.
 
     *On the device.* Nothing is read on the host: a tensor offset or ``positions`` keeps its values on its
     device, and their checks (``offset >= 0``, finite positions) run there; on the CPU they raise at once, on an
@@ -273,7 +258,6 @@ class RotaryEmbedding(nn.Module):
         # dynamic_length="longest": the longest length seen so far, per device, as a 0-d float64 tensor there
         self._longest: dict[torch.device, torch.Tensor] = {}
         self._tables: dict[tuple[torch.device, torch.dtype], _Table] = {}
-        self._last: _Remembered | None = None  # the table of the last call by a tensor of positions or offset
 
     def _frequencies(self, seq_len: float | None) -> torch.Tensor:
         return torch.from_numpy(inverse_frequencies(self.rotary_dim, self.base, self.scaling, seq_len))
@@ -331,12 +315,19 @@ class RotaryEmbedding(nn.Module):
     def _table_of(self, positions: torch.Tensor, device: torch.device, dtype: torch.dtype, tracing: bool) -> _Table:
         """The table of float64 ``positions`` (on a float64 device), rounded once to ``dtype`` on ``device``."""
         cosines, sines = self._cos_sin(positions, dtype, tracing)
+        return self._assembled(cosines.to(device=device, dtype=dtype), sines.to(device=device, dtype=dtype), tracing)
+
+    def _assembled(self, cosines: torch.Tensor, sines: torch.Tensor, tracing: bool) -> _Table:
+        """The table that :meth:`_rotate` multiplies by, from the rounded ``(..., seq, pairs)`` cos and sin.
+
+        Rounded first, then laid out: negating, concatenating or pairing as complex numbers a rounded value gives
+        the bits that rounding the float64 layout would (and moves half as many bytes).
+        """
         if self.layout == "interleaved" and not tracing:
-            complex_dtype = torch.complex128 if dtype == torch.float64 else torch.complex64
-            return torch.complex(cosines, sines).to(device=device, dtype=complex_dtype)
+            return torch.complex(cosines, sines)
         if self.layout == "halves":  # [cos | cos] and [-sin | sin]: what _rotate_halves multiplies by
-            cosines, sines = torch.cat((cosines, cosines), dim=-1), torch.cat((-sines, sines), dim=-1)
-        return cosines.to(device=device, dtype=dtype), sines.to(device=device, dtype=dtype)
+            return torch.cat((cosines, cosines), dim=-1), torch.cat((-sines, sines), dim=-1)
+        return cosines, sines
 
     def _cached_table(self, needed: int, device: torch.device, dtype: torch.dtype) -> _Table | None:
         """The cached table of positions ``0 .. n - 1``, grown to ``n >= needed`` if needed; None past _TABLE_ELEMENTS.
@@ -383,23 +374,27 @@ class RotaryEmbedding(nn.Module):
 
         Positions inside the cached table (grown to at least ``seq`` rows) are gathered from it: the bits of
         the offset path. The others are computed from float64 angles. Which positions lie inside is known only
-        on the device, so both are computed and one is picked per position there.
+        on the device, so both are computed and one is picked per position there, before the table is laid out
+        (on ``pairs`` columns, not ``rotary_dim``). Nothing is kept between calls: a tensor changed in any way
+        (in place, through NumPy or ``.data``, behind its version counter) is read afresh.
         """
         device = positions.device
-        computed = self._table_of(positions.to(_float64_device(device), torch.float64), device, dtype, False)
+        if positions.dtype != torch.int64:
+            # int8 and int16 are no index dtype, and uint8 (like bool) indexes as a mask: every width, as int64
+            positions = positions.to(torch.int64)
+        cosines, sines = self._cos_sin(positions.to(_float64_device(device), torch.float64), dtype, False)
+        cosines, sines = cosines.to(device=device, dtype=dtype), sines.to(device=device, dtype=dtype)
         table = self._cached_table(seq, device, dtype)
-        if table is None:  # a sequence past the cached table's size limit
-            return computed
-        index = positions.clamp(0, _rows(table) - 1)
-        inside = (index == positions)[..., None]  # the positions that clamping left as they were
-        if isinstance(table, tuple):
-            assert isinstance(computed, tuple)
-            return (
-                torch.where(inside, table[0][index], computed[0]),
-                torch.where(inside, table[1][index], computed[1]),
-            )
-        assert isinstance(computed, torch.Tensor)
-        return torch.where(inside, table[index], computed)
+        if table is not None:  # (None: a sequence past the cached table's size limit, computed whole)
+            index = positions.clamp(0, _rows(table) - 1)
+            inside = (index == positions)[..., None]  # the positions that clamping left as they were
+            if isinstance(table, tuple):  # halves: cos is the first half of [cos | cos], sin the last of [-sin | sin]
+                pairs = self.rotary_dim // 2
+                cosines = torch.where(inside, table[0][:, :pairs][index], cosines)
+                sines = torch.where(inside, table[1][:, pairs:][index], sines)
+            else:
+                return torch.where(inside, table[index], torch.complex(cosines, sines))
+        return self._assembled(cosines, sines, False)
 
     def _table(
         self, x: torch.Tensor, seq_axis: int, offset: int | torch.Tensor, positions: object, dtype: torch.dtype
@@ -413,18 +408,13 @@ class RotaryEmbedding(nn.Module):
         if isinstance(offset, torch.Tensor):  # a static cache's counter: its value stays on the device
             if positions is not None:
                 raise ValueError("pass offset or positions, not both: got a tensor offset and positions")
-            source = offset
             offset = _traced_offset(offset) if tracing else _check_tensor_offset(offset, seq, device)
             assert isinstance(offset, torch.Tensor)  # for mypy: a tensor stays a tensor
             if not cached:
                 start = offset.to(device=work, dtype=torch.float64)
                 positions_64 = start + torch.arange(seq, dtype=torch.float64, device=work)
                 return self._table_of(positions_64, device, dtype, tracing), 0
-            remembered = self._recalled(source, seq, dtype, device)
-            if remembered is None:
-                remembered = self._gathered(offset + torch.arange(seq, device=device), seq, dtype)
-                self._remember(source, seq, dtype, device, remembered)
-            return remembered, 0
+            return self._gathered(offset + torch.arange(seq, device=device), seq, dtype), 0
         offset = _traced_offset(offset) if tracing else _check_offset(offset, seq)
         assert isinstance(offset, int)  # a tensor was handled above
         if positions is None:
@@ -443,42 +433,9 @@ class RotaryEmbedding(nn.Module):
         if given.ndim > 1 and given.shape[:-1].numel() == 1:  # (1, seq): the same positions for every row of x
             given = given.reshape(-1)
         leading = given.ndim - 1
-        if not cached:
+        if not cached or given.is_floating_point():
             return self._table_of(given.to(device=work, dtype=torch.float64), device, dtype, tracing), leading
-        remembered = self._recalled(positions, seq, dtype, device)
-        if remembered is None:
-            if given.is_floating_point():
-                remembered = self._table_of(given.to(device=work, dtype=torch.float64), device, dtype, False)
-            else:
-                remembered = self._gathered(given, seq, dtype)
-            self._remember(positions, seq, dtype, device, remembered)
-        return remembered, leading
-
-    def _recalled(self, source: object, seq: int, dtype: torch.dtype, device: torch.device) -> _Table | None:
-        """The table of the previous call if it was made from the tensor ``source``, unchanged since, for ``x``
-        of the same length, dtype and device; else None."""
-        last = self._last
-        if last is None or not isinstance(source, torch.Tensor) or last.source() is not source:
-            return None
-        if device.type == "cuda" and torch.cuda.is_current_stream_capturing():  # a graph computes its own table
-            return None
-        if (last.seq, last.dtype, last.device) != (seq, dtype, device) or last.version != source._version:
-            return None
-        return last.table
-
-    def _remember(self, source: object, seq: int, dtype: torch.dtype, device: torch.device, table: _Table) -> None:
-        """Keep ``table``, made from the tensor ``source``, for the next call with the same tensor.
-
-        Not for an inference tensor (it has no version counter: an update in place would go unseen), nor a table
-        made in inference mode (an inference tensor, which a later training step could not use), nor while a
-        CUDA graph is being captured (its replays must compute the table from the tensor's new values).
-        """
-        capturing = device.type == "cuda" and torch.cuda.is_current_stream_capturing()
-        inference = torch.is_inference_mode_enabled() or (isinstance(source, torch.Tensor) and source.is_inference())
-        if not isinstance(source, torch.Tensor) or inference or capturing:
-            self._last = None
-            return
-        self._last = _Remembered(weakref.ref(source), source._version, seq, dtype, device, table)
+        return self._gathered(given, seq, dtype), leading
 
     # --- Rotation ----------------------------------------------------------------------------------------
 
@@ -499,7 +456,8 @@ class RotaryEmbedding(nn.Module):
             for every offset); an int is specialised by Dynamo, so compile with ``dynamic=True`` for one graph
             (without it, Dynamo makes a second, dynamic graph when the int first changes, and no more).
         positions : (seq,), (1, seq) or (batch, seq) tensor, array_like of real, or None, default None
-            The position of each row instead, any finite reals (fractional included); not with an
+            The position of each row instead, any finite reals (fractional included; integers at most
+            ``2**53`` in magnitude, where float64 is exact); not with an
             ``offset``. A ``(batch, seq)`` tensor (transformers' ``position_ids``) gives each entry of
             ``x``'s first axis its own positions: its leading axes line up with ``x``'s first axes (before
             ``seq_dim``), each 1 or equal to ``x``'s. A tensor when compiled. Integer positions inside the
@@ -607,15 +565,14 @@ class RotaryEmbedding(nn.Module):
         """The cached rows for ``x`` if the call is an ordinary eager one, else None (the checked path).
 
         Ordinary: not compiling, the default ``seq_dim``, the whole head rotated, a scaling that does not depend on
-        the length, a float32 tensor ``(..., seq, head_dim)`` without gradient, and either an int ``offset >= 0``
-        whose rows the cached float32 table already covers, or (with ``offset`` 0) the tensor ``positions`` of the
-        previous call, unchanged, whose table has no leading axes (``(seq,)`` or ``(1, seq)`` positions: it
-        broadcasts against any ``x`` of that length). Everything else, every invalid input included, takes the path
-        that checks it, so that errors and results stay as they are; this one skips its general machinery (make
-        bench: the decode rows, and the positions path).
+        the length, a float32 tensor ``(..., seq, head_dim)`` without gradient, no ``positions``, and an int
+        ``offset >= 0`` whose rows the cached float32 table already covers. Everything else, every invalid input
+        included, takes the path that checks it, so that errors and results stay as they are; this one skips its
+        general machinery (make bench: the decode rows).
         """
         if (
-            type(offset) is not int
+            positions is not None
+            or type(offset) is not int
             or offset < 0
             or type(x) is not torch.Tensor
             or x.dtype != torch.float32
@@ -629,15 +586,6 @@ class RotaryEmbedding(nn.Module):
         shape = x.shape
         if len(shape) < 2 or shape[-1] != self.head_dim:
             return None
-        if positions is not None:
-            if offset != 0:
-                return None
-            remembered = self._recalled(positions, shape[-2], torch.float32, x.device)
-            if remembered is None or (remembered[0] if isinstance(remembered, tuple) else remembered).ndim != 2:
-                return None
-            assert isinstance(positions, torch.Tensor)  # _recalled found it
-            # Its leading axes (all of size 1) line up with x's first axes, before the sequence axis, or it is refused.
-            return remembered if positions.ndim <= len(shape) - 1 else None
         table = self._tables.get((x.device, torch.float32))
         if table is None:
             return None
@@ -665,12 +613,6 @@ class RotaryEmbedding(nn.Module):
         if rotary_dim != self.head_dim:
             rotated = torch.cat((rotated, computed[..., rotary_dim:]), dim=-1)
         return rotated if rotated.dtype == x.dtype else rotated.to(x.dtype)
-
-    def __getstate__(self) -> dict[str, object]:
-        # Pickled without the last call's table: its weak reference cannot be pickled, and it is only a cache.
-        state = self.__dict__.copy()
-        state["_last"] = None
-        return state
 
     def _apply(self, fn: Callable[[torch.Tensor], torch.Tensor], recurse: bool = True) -> RotaryEmbedding:
         # .to(device), .cuda(), ...: the float64 constants follow the module's device, never its dtype

@@ -132,8 +132,8 @@ class SinusoidalPositionalEncoding(nn.Module):
             never read on the host): rows of the table where they exist, the formula past it.
         positions : (seq,), (1, seq) or (batch, seq) tensor, array_like of real, or None, default None
             The position of each row instead (a ``(batch, seq)`` one per batch row: left padding, packed
-            sequences), any finite reals; not with an ``offset``. Integer positions inside the table are its
-            rows; the values of a tensor are checked on its device.
+            sequences), any finite reals (integers at most ``2**53`` in magnitude); not with an ``offset``.
+            Integer positions inside the table are its rows; the values of a tensor are checked on its device.
 
         Returns
         -------
