@@ -114,6 +114,7 @@ check-portable: $(STAMP) $(KERNEL_CONFIG)
 # chapter reads and tests/test_content_position.py refuses when stale. About 10 minutes on 2 cores; not part of `test`.
 check-position-from-content: $(STAMP)
 	$(BIN)/python -m posenc_book.content_position --out book/data/position_from_content.json
+
 # Every claim chapters 5, 9 and 12 make about a scheme, a chain or every seed, on nine training seeds (0-8):
 # each chapter's code once per seed, each bound held by every seed with three standard deviations over the
 # seeds of margin. Writes book/data/seed_claims.md (committed; tests/test_seed_claims.py, in `unit`, refuses it when
