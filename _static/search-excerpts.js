@@ -83,10 +83,13 @@
         target = doc.getElementById(decodeURIComponent(anchor.slice(1)));
       }
       if (target) {
-        // A <dt> (a glossary term, an API signature) is explained by the <dd> that follows it.
+        // A <dt> (a glossary term, an API signature) is explained by the <dd> that follows it, after the other
+        // terms of the same entry (a glossary entry with two names, "T5 bias" and "ALiBi", has two <dt>s).
         const entry = target.closest("dt") || target;
         const parts = [readableText(entry)];
-        if (entry.tagName === "DT" && entry.nextElementSibling) parts.push(readableText(entry.nextElementSibling));
+        let next = entry.tagName === "DT" ? entry.nextElementSibling : null;
+        while (next && next.tagName === "DT") next = next.nextElementSibling;
+        if (next) parts.push(readableText(next));
         return parts.join(" ");
       }
     }

@@ -21,8 +21,9 @@ visit). A page passes when it
 * fits a phone: at a viewport :data:`PHONE_WIDTH` (390) px wide, ``document.documentElement.scrollWidth``
   is at most that width (no sideways scrolling); a page that is wider is reported with its width and the
   element that reaches furthest right (outside any box that scrolls or clips on its own);
-* has no visible code cell wider than its box at the desktop width (1280 px): a notebook cell's input
-  (``div.cell_input`` ``div.highlight pre``) that a reader sees, i.e. not collapsed behind a toggle, must
+* has no visible code block wider than its box at the desktop width (1280 px): a notebook cell's input
+  (``div.cell_input`` ``div.highlight pre``) or an example on a page of the API reference (``book/api/``) that
+  a reader sees, i.e. not collapsed behind a toggle, must
   have ``scrollWidth <= clientWidth``, or the reader scrolls sideways inside it to read the code; such blocks
   are counted per page (:attr:`PageReport.wide_code`) and fail, and so do the output blocks (``div.cell_output
   pre``) that scroll (``wide_output``): a printed line longer than about 80 characters;
@@ -37,6 +38,14 @@ visit). A page passes when it
   navigation button (☰) collapses the sidebar and a second brings it back; at 390 px a tap on ☰, and on
   the contents button where the page has contents, opens its sidebar (a modal dialog with links on the
   screen). pydata-sphinx-theme 0.17 bound both to hidden copies of the buttons, and nothing opened;
+* has drawers that behave (``toggles``): at 390 px, tapping an entry of the contents drawer closes the drawer
+  and goes to the entry's section; after each step of :data:`DRAWER_SEQUENCES` (collapse the site navigation at
+  1280 px, narrow the window, open ☰, widen it; and others), no open modal drawer is invisible;
+* breaks no word of the sidebars' links across two lines (at 1280 px, and in the drawers at 390 px: a break
+  after a hyphen, or at a ``<wbr>``, is a line break, not a broken word), and shows no fullscreen button;
+* at 390 px, shows the book's name on the first screen (``book_title``), no item of the article's header
+  reaching out of it, and every code block that scrolls sideways shows that it does (a mask that fades the
+  edge, or a shadow drawn as a gradient);
 * at 390 px, shows every formula whole or in a box of its own that scrolls (a formula that a clipping box
   cuts off, or that reaches past the screen, fails), and no table of the article wider than its box;
 * in light mode, and then in the dark mode the page must follow when the system turns dark, has every text
@@ -48,7 +57,11 @@ each in tiles of at most :data:`SCREENSHOT_TILE_PX` (the rest in ``<page>.part2.
 times out is printed as a note, not a failure), and exits non-zero if any page fails. Site-wide,
 ``/favicon.ico`` must answer with an image (browsers and other clients ask for it whether or not a page
 declares an icon), and the site's search must list results for a word, each with an excerpt of prose (no
-file name, no raw LaTeX).
+file name, no raw LaTeX), and list first, for each query of :data:`SEARCH_RANKING`, the page that is about it.
+
+``--phone-screens JSON`` only measures, for every chapter on a 390 x 844 touch phone, its length and how far
+down its first figure starts and ends, in screens, and how much of its visible code is cut at the right
+(:func:`measure_phone_screens`).
 
 The browser's requests are deliberately not intercepted (no ``route``): with interception on, Chromium
 stops asking for ``/favicon.ico``, and the check would miss the 404 a reader's browser logs.
@@ -136,6 +149,12 @@ class PageReport:
     sidebar_collapses: bool | None = None
     math_overflow: list[str] = field(default_factory=list)
     wide_tables: list[str] = field(default_factory=list)
+    silent_scrolling_code: list[str] = field(default_factory=list)
+    drawer_entry_closes: bool | None = None
+    drawer_faults: list[str] = field(default_factory=list)
+    broken_words: dict[str, list[str]] = field(default_factory=dict)
+    name_on_first_screen: bool | None = None
+    fullscreen_buttons: int = 0
     contrast_checked: dict[str, int] = field(default_factory=dict)
     low_contrast: dict[str, list[str]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
@@ -357,17 +376,20 @@ async () => {
 }
 """
 
-# At the desktop width: the code cells a reader sees (not in a collapsed <details>, not display: none) whose
+# At the desktop width: the code blocks a reader sees (not in a collapsed <details>, not display: none) whose
 # text is wider than their box, so that they scroll sideways. Input blocks are the div.highlight pre of a
-# notebook cell's input (div.cell_input; code blocks of other pages, e.g. docstring examples, are not judged);
-# output blocks are the pre of div.cell_output. Each wide input block is named by its first line.
+# notebook cell's input (div.cell_input) and, on a page of the API reference (book/api/), every div.highlight pre
+# (the docstrings' examples); output blocks are the pre of div.cell_output. Each wide input block is named by
+# its first line. (Code blocks of the other pages, such as reproducing.md's, are not judged.)
 _WIDE_CODE_JS = """
 () => {
   const visible = (el) => el.getClientRects().length > 0 && !el.closest("details:not([open])");
   const scrolls = (el) => el.scrollWidth > el.clientWidth + 1;
   const article = document.querySelector("article") || document.querySelector("main") || document.body;
   const blocks = [...article.querySelectorAll("div.highlight pre")].filter(visible);
-  const inputs = blocks.filter(el => el.closest(".cell_input"));
+  // the API reference's pages: every code block (the docstrings' examples); other pages: a notebook cell's input
+  const api = /\\/book\\/api\\//.test(window.location.pathname);
+  const inputs = blocks.filter(el => el.closest(".cell_input") || (api && !el.closest(".cell_output")));
   const outputs = [...article.querySelectorAll("div.cell_output pre")].filter(visible);
   return {
     code_blocks: inputs.length,
@@ -389,11 +411,13 @@ TOGGLES = {
         "button": ".primary-toggle",
         "name": "the site navigation button (☰)",
         "opens": "#pst-primary-sidebar-modal, .bd-sidebar-primary",
+        "drawer": "#pst-primary-sidebar-modal",
     },
     "secondary": {
         "button": ".secondary-toggle",
         "name": "the contents button",
         "opens": "#pst-secondary-sidebar-modal, .bd-sidebar-secondary",
+        "drawer": "#pst-secondary-sidebar-modal",
     },
 }
 """The two toggles of pydata-sphinx-theme's layout, and what each must open: CSS selectors."""
@@ -639,6 +663,7 @@ def _check_toggles_on_phone(page, report: PageReport) -> None:
             page.locator("[data-site-check-target]").click(timeout=5_000)
             page.wait_for_function(_SHOWN_JS, arg=toggle["opens"], timeout=TOGGLE_WAIT_MS)
             report.toggles_opened += 1
+            _check_words_whole(page, report, f"the drawer of {toggle['name']} at {width} px", toggle["drawer"])
         except PlaywrightError:
             report.failures.append(f"at {width} px, tapping {toggle['name']} opens nothing")
         page.keyboard.press("Escape")  # closes the theme's dialog
@@ -681,6 +706,240 @@ def _check_sidebar_collapses(page, report: PageReport) -> None:
         report.sidebar_collapses = True
     except PlaywrightError:
         report.failures.append(f"at {width} px, a second click on {toggle['name']} does not bring the sidebar back")
+
+
+# --- Drawers, code that scrolls, words in the contents, the book's name, no fullscreen button -------------
+
+# At the phone's width: the visible code blocks (inputs and outputs) that scroll sideways, each with whether it
+# shows that it does: a mask that fades the edge where more code is hidden, or a shadow drawn as a gradient
+# (the book's _static/code-scroll.js and any-screen.css), and the share of its width out of sight.
+_SCROLLING_CODE_JS = """
+() => {
+  const article = document.querySelector("article") || document.querySelector("main") || document.body;
+  const visible = (el) => el.getClientRects().length > 0 && !el.closest("details:not([open])");
+  const blocks = [...article.querySelectorAll("div.highlight pre, div.cell_output pre")].filter(visible);
+  const cue = (el) => {
+    const style = getComputedStyle(el);
+    const mask = style.maskImage || style.webkitMaskImage || "none";
+    return mask !== "none" || /gradient/.test(style.backgroundImage);
+  };
+  const scrolling = blocks.filter((el) => el.scrollWidth > el.clientWidth + 1);
+  const name = (el) => `${el.scrollWidth} > ${el.clientWidth} px: ` +
+    (el.textContent || "").split("\\n")[0].trim().slice(0, 50);
+  return {
+    blocks: blocks.length,
+    scrolling: scrolling.length,
+    hidden: scrolling.map((el) => 1 - el.clientWidth / el.scrollWidth),
+    silent: scrolling.filter((el) => !cue(el)).map(name),
+  };
+}
+"""
+
+# Words of the links in the elements `selector` matches (displayed ones, with every sub-entry of a page's contents
+# shown) that the browser broke across two lines
+# ("FlexAttenti" / "on"): a word is a run of non-space characters within one text node, up to and with a hyphen
+# (a <wbr> between two text nodes, and a hyphen, are places where a line may break), broken when its rectangles
+# lie on more than one line.
+_BROKEN_WORDS_JS = """
+(selector) => {
+  const broken = [];
+  // every entry of a page's contents as it shows when its section is the one read (the theme shows an entry's
+  // sub-entries only then, and the reader's scrolling decides which)
+  const expand = document.createElement("style");
+  expand.textContent = `:is(${selector}) ul.section-nav { display: flex !important; }`;
+  document.head.append(expand);
+  for (const box of document.querySelectorAll(selector)) {
+    if (box.getClientRects().length === 0 || getComputedStyle(box).visibility === "hidden") continue;
+    const walker = document.createTreeWalker(box, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      if (!node.parentElement || !node.parentElement.closest("a")) continue;
+      for (const match of node.textContent.matchAll(/[^\\s\\-\u2010\u2013\u2014]+[\\-\u2010\u2013\u2014]?/g)) {
+        const range = document.createRange();
+        range.setStart(node, match.index);
+        range.setEnd(node, match.index + match[0].length);
+        const lines = new Set([...range.getClientRects()].filter((r) => r.width > 0)
+          .map((r) => Math.round(r.top + r.height / 2)));
+        if (lines.size > 1) broken.push(match[0]);
+      }
+    }
+  }
+  expand.remove();
+  return [...new Set(broken)];
+}
+"""
+
+# Whether a text node holding `name` (the book's title, case and spacing aside) is drawn inside the first screen:
+# displayed, visible, not in a closed dialog or a hidden sidebar, with a rectangle within the viewport.
+_NAME_ON_FIRST_SCREEN_JS = """
+(name) => {
+  const wanted = name.toLowerCase().replace(/\\s+/g, " ").trim();
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    const el = node.parentElement;
+    if (!el || !node.textContent.toLowerCase().replace(/\\s+/g, " ").includes(wanted)) continue;
+    const dialog = el.closest("dialog");
+    if (dialog && !dialog.open) continue;
+    const style = getComputedStyle(el);
+    if (style.visibility === "hidden" || Number(style.opacity) < 0.1) continue;
+    const range = document.createRange();
+    range.selectNodeContents(node);
+    const onScreen = [...range.getClientRects()].some((r) => r.width > 0 && r.height > 0 && r.bottom > 0
+      && r.top < window.innerHeight && r.right > 0 && r.left < window.innerWidth);
+    // an ancestor that hides it (display: none gives no rectangles; opacity and visibility are inherited)
+    let hidden = false;
+    for (let box = el; box; box = box.parentElement) {
+      const boxStyle = getComputedStyle(box);
+      if (Number(boxStyle.opacity) < 0.1 || boxStyle.visibility === "hidden") hidden = true;
+    }
+    if (onScreen && !hidden) return true;
+  }
+  return false;
+}
+"""
+
+# The items of the article's header (the sticky bar with ☰) that reach out of it: drawn over the page below.
+_HEADER_SPILL_JS = """
+() => {
+  const header = document.querySelector(".bd-header-article");
+  if (!header || header.getClientRects().length === 0) return [];
+  const box = header.getBoundingClientRect();
+  return [...header.querySelectorAll("a, button, span, div")].filter((el) => {
+    const rect = el.getBoundingClientRect();
+    return rect.width > 0 && rect.height > 0 && getComputedStyle(el).visibility !== "hidden"
+      && (rect.bottom > box.bottom + 1 || rect.top < box.top - 1);
+  }).map((el) => (el.textContent || el.className || el.tagName).replace(/\\s+/g, " ").trim().slice(0, 40));
+}
+"""
+
+# The theme's fullscreen button (sphinx-book-theme's article header), where it is displayed.
+_FULLSCREEN_BUTTONS_JS = """() => [...document.querySelectorAll(
+    '.btn-fullscreen-button, [onclick*="toggleFullScreen"], [title="Fullscreen mode"]')]
+  .filter((el) => el.getClientRects().length > 0 && getComputedStyle(el).visibility !== "hidden").length"""
+
+# The open <dialog>s that are modal (everything else on the page is inert) but not on the screen: not displayed,
+# hidden, transparent, or less than 100 px of them inside the viewport. A reader sees the page and nothing responds.
+_INVISIBLE_MODALS_JS = """
+() => [...document.querySelectorAll("dialog")].filter((dialog) => {
+  if (!dialog.open || !dialog.matches(":modal")) return false;
+  const style = getComputedStyle(dialog);
+  const rect = dialog.getBoundingClientRect();
+  const onScreen = style.display !== "none" && style.visibility !== "hidden" && Number(style.opacity) > 0.1
+    && Math.min(rect.right, window.innerWidth) - Math.max(rect.left, 0) >= 100
+    && rect.bottom > 0 && rect.top < window.innerHeight;
+  return !onScreen;
+}).map((dialog) => "dialog#" + dialog.id
+  + (dialog.className ? "." + dialog.className.trim().split(/\\s+/).join(".") : ""))
+"""
+
+DRAWER_SEQUENCES = {
+    "collapse the site navigation at 1280 px, narrow the window to 390 px, open ☰, widen it to 1280 px": [
+        ("size", 1280, 900),
+        ("tap", "primary"),
+        ("size", 390, 844),
+        ("tap", "primary"),
+        ("size", 1280, 900),
+    ],
+    "open the contents at 390 px, widen the window to 1280 px": [
+        ("size", 390, 844),
+        ("tap", "secondary"),
+        ("size", 1280, 900),
+    ],
+    "open ☰ on a tablet held upright (820 x 1180), turn it sideways (1180 x 820)": [
+        ("size", 820, 1180),
+        ("tap", "primary"),
+        ("size", 1180, 820),
+    ],
+}
+"""Sequences of window sizes and taps on the toggles (:data:`TOGGLES`) after each of which no open modal drawer
+may be invisible. The first is the one that left pydata-sphinx-theme's drawer invisible and modal: the collapsed
+sidebar's class moves onto the drawer with its links, and hides it once the window is wide again."""
+
+
+def _tap_toggle(page, key: str) -> bool:
+    """Tap the visible toggle ``key`` of :data:`TOGGLES`; ``False`` when none is on the screen."""
+    from playwright.sync_api import Error as PlaywrightError
+
+    page.evaluate("() => window.scrollTo(0, 0)")
+    _settle(page)
+    if not page.evaluate(_MARK_VISIBLE_JS, TOGGLES[key]["button"]):
+        return False
+    try:
+        page.locator("[data-site-check-target]").click(timeout=5_000)
+    except PlaywrightError:
+        return False
+    page.wait_for_timeout(400)  # the theme's transitions take 0.25 s
+    return True
+
+
+def _check_drawer_entry(page, report: PageReport) -> None:
+    """At the phone's width, open the contents drawer and tap one of its entries: the drawer must close and the
+    page go to the entry's section."""
+    from playwright.sync_api import Error as PlaywrightError
+
+    width = page.viewport_size["width"]
+    if not page.evaluate(_HAS_CONTENTS_JS) or not _tap_toggle(page, "secondary"):
+        return
+    entry = page.evaluate(
+        """() => {
+          const links = [...document.querySelectorAll("#pst-secondary-sidebar-modal a[href*='#']")].filter((a) => {
+            const rect = a.getBoundingClientRect();
+            return rect.width > 0 && rect.height > 0 && rect.top >= 0 && rect.bottom <= window.innerHeight;
+          });
+          const link = links[Math.min(1, links.length - 1)];
+          if (!link) return null;
+          link.setAttribute("data-site-check-entry", "");
+          return decodeURIComponent(new URL(link.href).hash);
+        }"""
+    )
+    if entry is None:
+        page.keyboard.press("Escape")
+        return
+    page.locator("[data-site-check-entry]").click(timeout=5_000)
+    try:
+        page.wait_for_function(f"() => !({_DIALOG_OPEN_JS})()", timeout=TOGGLE_WAIT_MS)
+        report.drawer_entry_closes = True
+    except PlaywrightError:
+        report.drawer_entry_closes = False
+        report.failures.append(
+            f"at {width} px, tapping an entry of the contents drawer ({entry}) leaves the drawer open over the page"
+        )
+        page.keyboard.press("Escape")
+    if page.evaluate("() => decodeURIComponent(window.location.hash)") != entry:
+        report.failures.append(f"at {width} px, tapping {entry} in the contents drawer does not go to that section")
+
+
+def _check_drawer_sequences(page, report: PageReport, url: str) -> None:
+    """Run each of :data:`DRAWER_SEQUENCES` from a fresh load of the page; fail when, after any step, an open
+    modal drawer is invisible (and say whether Escape closes it)."""
+    for description, steps in DRAWER_SEQUENCES.items():
+        page.set_viewport_size({"width": steps[0][1], "height": steps[0][2]})
+        page.goto(url, wait_until="load", timeout=PAGE_TIMEOUT_MS)
+        for step in steps:
+            if step[0] == "size":
+                page.set_viewport_size({"width": step[1], "height": step[2]})
+                page.wait_for_timeout(400)
+            else:
+                _tap_toggle(page, step[1])
+            invisible = page.evaluate(_INVISIBLE_MODALS_JS)
+            if invisible:
+                page.keyboard.press("Escape")
+                _settle(page)
+                escape = "Escape closes it" if not page.evaluate(_DIALOG_OPEN_JS) else "Escape does not close it"
+                fault = f"{description}: an open drawer ({invisible[0]}) is invisible but modal ({escape})"
+                report.drawer_faults.append(fault)
+                report.failures.append(fault)
+                break
+        page.keyboard.press("Escape")
+
+
+def _check_words_whole(page, report: PageReport, where: str, selector: str) -> None:
+    """Fail when a word of the links in ``selector`` is broken across two lines (``where`` names the place)."""
+    broken = page.evaluate(_BROKEN_WORDS_JS, selector)
+    report.broken_words[where] = broken
+    if broken:
+        report.failures.append(
+            f"{len(broken)} words broken across two lines in {where}: " + ", ".join(repr(w) for w in broken[:5])
+        )
 
 
 def _check_contrast(page, report: PageReport, mode: str) -> None:
@@ -824,6 +1083,8 @@ def check_pages(
     required_ids: dict[str, frozenset[str]] | None = None,
     phone_width: int | None = PHONE_WIDTH,
     toggles: bool = False,
+    book_title: str | None = None,
+    drawer_sequence_pages: frozenset[str] | None = None,
 ) -> tuple[list[PageReport], list[str]]:
     """Visit ``pages`` (paths relative to ``html_dir``) in Chromium; return a report per page and site-wide failures.
 
@@ -837,7 +1098,12 @@ def check_pages(
     have a contrast of :data:`MIN_CONTRAST` against its background, in the light colour scheme and then in the
     dark one, which a page that sets a theme must follow. ``toggles``: the page must have the theme's two
     toggles working: at 1280 px ☰ collapses the site navigation and brings it back; at the phone's width
-    tapping ☰ and the contents button each opens its sidebar (:data:`TOGGLES`).
+    tapping ☰ and the contents button each opens its sidebar (:data:`TOGGLES`); the contents drawer closes when
+    one of its entries is tapped, and no sequence of :data:`DRAWER_SEQUENCES` leaves an open drawer invisible
+    (run on the pages of ``drawer_sequence_pages``, every page if ``None``: each sequence loads the page again).
+    ``book_title``: the phone's first screen must show it. On every page: no fullscreen button, no word of the
+    sidebars' links broken across two lines (at 1280 px, and in the drawers the toggles open), and at the
+    phone's width every code block that scrolls sideways shows that it does.
     """
     from playwright.sync_api import Error as PlaywrightError
     from playwright.sync_api import sync_playwright
@@ -899,6 +1165,14 @@ def check_pages(
                 report.failures.append(f"{declared} {report.icon} {problem}")
             _judge(report, facts, anchors, server.origin, urls[index])
             _judge_code_width(report, page.evaluate(_WIDE_CODE_JS), page.viewport_size["width"])
+            report.fullscreen_buttons = page.evaluate(_FULLSCREEN_BUTTONS_JS)
+            if report.fullscreen_buttons:
+                report.failures.append(f"{report.fullscreen_buttons} fullscreen buttons shown")
+            for where, selector in (
+                ("the contents column", ".bd-sidebar-secondary"),
+                ("the site navigation", ".bd-sidebar-primary"),
+            ):
+                _check_words_whole(page, report, f"{where} at {page.viewport_size['width']} px", selector)
             if prev_next:
                 expected_prev = urls[index - 1] if index > 0 else None
                 expected_next = urls[index + 1] if index + 1 < len(urls) else None
@@ -926,11 +1200,24 @@ def check_pages(
                 _judge_phone_content(
                     report, page.evaluate(_MATH_OVERFLOW_JS), page.evaluate(_WIDE_TABLES_JS), phone_width
                 )
+                _judge_scrolling_code(report, page.evaluate(_SCROLLING_CODE_JS), phone_width)
+                spilled = page.evaluate(_HEADER_SPILL_JS)
+                if spilled:
+                    report.failures.append(
+                        f"at {phone_width} px, items of the article's header reach out of it: " + ", ".join(spilled[:3])
+                    )
+                if book_title is not None:
+                    page.evaluate(_SCROLL_TO_JS, 0)
+                    report.name_on_first_screen = page.evaluate(_NAME_ON_FIRST_SCREEN_JS, book_title)
+                    if not report.name_on_first_screen:
+                        report.failures.append(f"at {phone_width} px, the first screen does not show the book's name")
                 _check_contrast(page, report, "light")
                 if screenshot_dir is not None:
                     _screenshot(page, screenshot_dir, f"{shot_name}@{phone_width}", report)
                 if toggles:
                     _check_toggles_on_phone(page, report)
+                    _check_drawer_entry(page, report)
+                    page.evaluate(_SCROLL_TO_JS, 0)
                     _rest(page)
                 _follow_dark_mode(page, report)
                 _check_contrast(page, report, "dark")
@@ -939,6 +1226,8 @@ def check_pages(
                     page.set_viewport_size(DESKTOP_VIEWPORT)
                     _settle(page)
                     _screenshot(page, screenshot_dir, f"{shot_name}.dark", report)
+            if toggles and (drawer_sequence_pages is None or page_path in drawer_sequence_pages):
+                _check_drawer_sequences(page, report, urls[index])
             page.context.close()
             reports.append(report)
 
@@ -1000,6 +1289,16 @@ def _judge_code_width(report: PageReport, facts: dict, viewport_width: int) -> N
         report.failures.append(
             f"{len(report.wide_code)} of {facts['code_blocks']} visible code blocks wider than their box at "
             f"{viewport_width} px (they scroll sideways): " + "; ".join(report.wide_code[:3])
+        )
+
+
+def _judge_scrolling_code(report: PageReport, facts: dict, width: int) -> None:
+    """Fail a page with a code block that scrolls sideways at the phone's width with no sign that it does."""
+    report.silent_scrolling_code = facts["silent"]
+    if facts["silent"]:
+        report.failures.append(
+            f"{len(facts['silent'])} of {facts['scrolling']} code blocks that scroll sideways at {width} px show no "
+            "sign that they do: " + "; ".join(facts["silent"][:3])
         )
 
 
@@ -1110,6 +1409,9 @@ def format_table(reports: list[PageReport]) -> str:
         "wide tables",
         "low contrast (light, dark)",
         "toggles: collapse, opened/tapped",
+        "drawers: entry closes, faults",
+        "words broken",
+        f"{PHONE_WIDTH} px: silent scrolling code",
         "links (anchors)",
         "external",
         "icon",
@@ -1133,6 +1435,10 @@ def format_table(reports: list[PageReport]) -> str:
             ),
             ("-" if r.sidebar_collapses is None else "ok" if r.sidebar_collapses else "no")
             + f", {r.toggles_opened}/{r.toggles_tapped}",
+            ("-" if r.drawer_entry_closes is None else "ok" if r.drawer_entry_closes else "no")
+            + f", {len(r.drawer_faults)}",
+            str(sum(len(words) for words in r.broken_words.values())),
+            str(len(r.silent_scrolling_code)),
             f"{r.links_checked} ({r.anchors_checked})",
             str(r.external_links),
             "ok" if r.icon_ok else "missing",
@@ -1154,10 +1460,23 @@ stem ("rotari") occurs nowhere literally, which left Sphinx's excerpts showing t
 one that stands next to formulas on most of its pages (their excerpts showed raw LaTeX), and a number, the
 sinusoid's base, which Sphinx's query parser dropped (a number alone found nothing)."""
 
+SEARCH_RANKING = {
+    "interleaved": "notebooks/07_rotary.html",
+    "base": "notebooks/12_choosing_the_base.html",
+    "partial rotary": "notebooks/07_rotary.html",
+    "M-RoPE": "notebooks/11_rope_in_more_dimensions.html",
+    "ALiBi": "notebooks/08_relative_biases.html",
+}
+"""Queries and the page the search must list first: the one that defines the word in bold (chapter 7's
+"**interleaved**", where no heading holds it), has it in its title ("Choosing the base"; chapter 8's title
+names ALiBi) or in a section heading ("Partial rotary: only part of each head turns", "M-RoPE: text, images and
+video in one sequence"). Other pages mention each of them: "base" has headings in the bug gallery too."""
+
 # Sphinx's searchtools.js appends the excerpt (``p.context``) once its fetch of the result's page returns, after
 # the list is complete; the pass waits for every item to have one (or for the timeout, then reports the rest).
 _SEARCH_RESULTS_JS = """() => [...document.querySelectorAll("#search-results ul.search li")].map((item) => ({
   title: (item.querySelector("a") || {}).innerText || "",
+  href: (item.querySelector("a") || {}).href || "",
   excerpt: item.querySelector("p.context") ? item.querySelector("p.context").innerText : null,
   described: item.querySelector(":scope > span") !== null,
 }))"""
@@ -1188,7 +1507,15 @@ class SearchReport:
     word: str
     results: list[dict] = field(default_factory=list)
     visible_inputs: int = 0
+    expected_first: str | None = None
     failures: list[str] = field(default_factory=list)
+
+    @property
+    def first_page(self) -> str | None:
+        """The page (path from the site's root, no ``#anchor``) of the first result, ``None`` without results."""
+        if not self.results:
+            return None
+        return urllib.parse.urlsplit(self.results[0].get("href", "")).path.lstrip("/") or None
 
     @property
     def with_excerpt(self) -> int:
@@ -1222,15 +1549,27 @@ def judge_search(report: SearchReport) -> None:
             report.failures.append(f"search for {report.word!r}, result {result['title']!r}: {problem}")
     if report.visible_inputs != 1:
         report.failures.append(f"the search page shows {report.visible_inputs} search boxes, not one")
+    if report.expected_first is not None and report.results and report.first_page != report.expected_first:
+        pages = [urllib.parse.urlsplit(r.get("href", "")).path.lstrip("/") for r in report.results]
+        place = pages.index(report.expected_first) + 1 if report.expected_first in pages else None
+        report.failures.append(
+            f"search for {report.word!r} lists {report.first_page} ({report.results[0]['title']!r}) first, not "
+            f"{report.expected_first}" + (f" (it comes {place}.)" if place else " (it is not listed)")
+        )
 
 
-def check_search(html_dir: Path, words: tuple[str, ...] = SEARCH_WORDS) -> list[SearchReport]:
-    """Search ``html_dir``'s ``search.html`` for each of ``words`` in Chromium, at 1280 px; one report per word.
+def check_search(
+    html_dir: Path, words: tuple[str, ...] = SEARCH_WORDS, ranking: dict[str, str] | None = None
+) -> list[SearchReport]:
+    """Search ``html_dir``'s ``search.html`` for each of ``words`` and of ``ranking``'s queries in Chromium, at
+    1280 px; one report per query.
 
     A search passes when it lists at least one result, every result shows an excerpt of its page's text
-    (not a file name, raw notebook JSON or dots), and the search page shows exactly one search box (a text
-    field, or the theme's search button drawn as a box).
+    (not a file name, raw notebook JSON or dots), the search page shows exactly one search box (a text
+    field, or the theme's search button drawn as a box), and, for a query of ``ranking``, the first result is
+    on the page ``ranking`` gives (a path from the site's root).
     """
+    ranking = ranking or {}
     from playwright.sync_api import Error as PlaywrightError
     from playwright.sync_api import sync_playwright
 
@@ -1242,8 +1581,8 @@ def check_search(html_dir: Path, words: tuple[str, ...] = SEARCH_WORDS) -> list[
             headless=True,
             args=[*CHROMIUM_ARGS, f"--proxy-server=http://127.0.0.1:{no_proxy}"],
         )
-        for word in words:
-            report = SearchReport(word)
+        for word in dict.fromkeys([*words, *ranking]):
+            report = SearchReport(word, expected_first=ranking.get(word))
             context = browser.new_context(viewport=DESKTOP_VIEWPORT, service_workers="block")
             page = context.new_page()
             page.on(
@@ -1268,6 +1607,112 @@ def check_search(html_dir: Path, words: tuple[str, ...] = SEARCH_WORDS) -> list[
     return reports
 
 
+# --- How long a page is on a phone, and how far down its first picture comes -------------------------------
+
+PHONE_SCREEN = {"width": PHONE_WIDTH, "height": 844}
+"""The phone of the screen count: 390 x 844 CSS pixels, touch, a mobile browser (a common phone's size)."""
+FIGURE_MIN_WIDTH_PX = 100
+"""An image of the article at least this wide on the phone counts as a figure (not an icon or a badge)."""
+
+# Once the images are decoded, MathJax has typeset and the tables are laid out (narrow-tables.js stacks them on
+# "load"): the page's height, and the top and bottom of the first figure of the article, in CSS pixels from the
+# top of the page. A figure is an image of the article drawn at least FIGURE_MIN_WIDTH_PX wide and not inside a
+# closed dropdown.
+_PHONE_SCREENS_JS = """
+async (minWidth) => {
+  for (const img of document.images) { img.loading = "eager"; }
+  await Promise.all([...document.images].map(img => img.decode().catch(() => null)));
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise) await MathJax.startup.promise;
+  await new Promise(resolve => requestAnimationFrame(() => requestAnimationFrame(resolve)));
+  const article = document.querySelector("article.bd-article") || document.querySelector("article") || document.body;
+  const figure = [...article.querySelectorAll("img")].find((img) => {
+    const rect = img.getBoundingClientRect();
+    return img.naturalWidth > 0 && rect.width >= minWidth && !img.closest("details:not([open])");
+  });
+  const rect = figure ? figure.getBoundingClientRect() : null;
+  const code = [...article.querySelectorAll("div.highlight pre, div.cell_output pre")]
+    .filter((el) => el.getClientRects().length > 0 && !el.closest("details:not([open])"));
+  const cut = code.filter((el) => el.scrollWidth > el.clientWidth + 1);
+  return {
+    code_blocks: code.length,
+    code_cut: cut.map((el) => 1 - el.clientWidth / el.scrollWidth),
+    height: document.documentElement.scrollHeight,
+    figure_top: rect ? rect.top + window.scrollY : null,
+    figure_bottom: rect ? rect.bottom + window.scrollY : null,
+    figure_alt: figure ? (figure.getAttribute("alt") || "").slice(0, 60) : null,
+  };
+}
+"""
+
+
+@dataclass
+class PhoneScreens:
+    """One page on the phone of :data:`PHONE_SCREEN`: its length and where its first figure starts and ends,
+    in screens (a screen is the viewport's height, 844 CSS px; ``None``: the page has no figure)."""
+
+    page: str
+    screens: float
+    figure_top: float | None
+    figure_bottom: float | None
+    figure_alt: str | None = None
+    code_blocks: int = 0
+    code_cut: list[float] = field(default_factory=list)
+
+
+def measure_phone_screens(html_dir: Path, pages: list[str]) -> list[PhoneScreens]:
+    """Open each of ``pages`` as a phone does (390 x 844, touch, a mobile browser, the page as it loads: nothing
+    expanded) and measure its length and the position of its first figure, in screens."""
+    from playwright.sync_api import sync_playwright
+
+    _require_chromium()
+    measured = []
+    with LocalServer(html_dir) as server, _closed_port() as no_proxy, sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=str(CHROMIUM),
+            headless=True,
+            args=[*CHROMIUM_ARGS, f"--proxy-server=http://127.0.0.1:{no_proxy}"],
+        )
+        for page_path in pages:
+            context = browser.new_context(
+                viewport=PHONE_SCREEN, is_mobile=True, has_touch=True, device_scale_factor=2, service_workers="block"
+            )
+            page = context.new_page()
+            page.goto(f"{server.origin}/{page_path}", wait_until="load", timeout=PAGE_TIMEOUT_MS)
+            facts = page.evaluate(_PHONE_SCREENS_JS, FIGURE_MIN_WIDTH_PX)
+            screen = PHONE_SCREEN["height"]
+            measured.append(
+                PhoneScreens(
+                    page_path,
+                    facts["height"] / screen,
+                    None if facts["figure_top"] is None else facts["figure_top"] / screen,
+                    None if facts["figure_bottom"] is None else facts["figure_bottom"] / screen,
+                    facts["figure_alt"],
+                    facts["code_blocks"],
+                    facts["code_cut"],
+                )
+            )
+            context.close()
+        browser.close()
+    return measured
+
+
+def format_phone_screens(measured: list[PhoneScreens]) -> str:
+    """A Markdown table: per page, its length and where its first figure starts and ends, in phone screens."""
+    lines = [
+        f"| page | phone screens ({PHONE_SCREEN['width']} x {PHONE_SCREEN['height']}) | first figure starts "
+        "(screens down) | first figure ends | visible code blocks cut on the right | their median share hidden |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for m in measured:
+        top = "no figure" if m.figure_top is None else f"{m.figure_top:.2f}"
+        bottom = "-" if m.figure_bottom is None else f"{m.figure_bottom:.2f}"
+        hidden = f"{100 * sorted(m.code_cut)[len(m.code_cut) // 2]:.0f} %" if m.code_cut else "-"
+        lines.append(
+            f"| {m.page} | {m.screens:.1f} | {top} | {bottom} | {len(m.code_cut)} of {m.code_blocks} | {hidden} |"
+        )
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--html", type=Path, default=ROOT / "_build" / "html", help="built site (default _build/html)")
@@ -1276,11 +1721,23 @@ def main(argv: list[str] | None = None) -> int:
         "--source", type=Path, default=ROOT, help="book source holding _toc.yml (default: this repository)"
     )
     parser.add_argument("--search-word", default="positional", help="word the search page must find")
+    parser.add_argument(
+        "--phone-screens",
+        type=Path,
+        metavar="JSON",
+        help="only measure each chapter's length and its first figure in phone screens (390 x 844, touch), print "
+        "the table and save the numbers in JSON",
+    )
     args = parser.parse_args(argv)
     if not (args.html / "index.html").exists():
         raise SystemExit(f"site check: {args.html}/index.html not found: build the book first (make book)")
 
     pages, notebooks = toc_pages(args.source)
+    if args.phone_screens is not None:
+        measured = measure_phone_screens(args.html, [page for page in pages if page in notebooks])
+        print(format_phone_screens(measured))
+        args.phone_screens.write_text(json.dumps([vars(m) for m in measured], indent=1) + "\n")
+        return 0
     required_ids = reference_ids(args.source)
     reports, site_failures = check_pages(
         args.html,
@@ -1291,6 +1748,12 @@ def main(argv: list[str] | None = None) -> int:
         search_word=args.search_word,
         required_ids=required_ids,
         toggles=True,
+        book_title=yaml.safe_load((args.source / "_config.yml").read_text())["title"],
+        # The drawers are the same script on every page: the sequences (three loads each) run on the first chapter
+        # and the first page of the API reference, whose drawers hold the longest lists.
+        drawer_sequence_pages=frozenset(
+            [next(page for page in pages if page in notebooks), next(page for page in pages if page in required_ids)]
+        ),
     )
     print(format_table(reports))
     total = (
@@ -1309,6 +1772,15 @@ def main(argv: list[str] | None = None) -> int:
         + f", ☰ collapses the sidebar at {DESKTOP_VIEWPORT['width']} px on "
         f"{sum(bool(r.sidebar_collapses) for r in reports)} pages, {sum(r.toggles_opened for r in reports)} of "
         f"{sum(r.toggles_tapped for r in reports)} toggles tapped at {PHONE_WIDTH} px opened their sidebar, "
+        f"the contents drawer closed on a tapped entry on {sum(bool(r.drawer_entry_closes) for r in reports)} of "
+        f"{sum(r.drawer_entry_closes is not None for r in reports)} pages, "
+        f"{sum(len(r.drawer_faults) for r in reports)} invisible modal drawers after {len(DRAWER_SEQUENCES)} "
+        "sequences of resizing and tapping on 2 pages, "
+        f"{sum(len(w) for r in reports for w in r.broken_words.values())} words of the sidebars broken across lines, "
+        f"{sum(len(r.silent_scrolling_code) for r in reports)} code blocks scrolling at {PHONE_WIDTH} px with no "
+        "sign of it, "
+        f"the book's name on the first phone screen of {sum(bool(r.name_on_first_screen) for r in reports)} pages, "
+        f"{sum(r.fullscreen_buttons for r in reports)} fullscreen buttons, "
         f"{sum(len(r.wide_code) for r in reports)} visible code blocks and {sum(r.wide_output for r in reports)} "
         f"output blocks wider than their box at {DESKTOP_VIEWPORT['width']} px, "
         f"{sum(r.links_checked for r in reports)} internal links checked ({sum(r.anchors_checked for r in reports)} "
@@ -1324,10 +1796,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\nFAIL {report.page}:")
         for failure in dict.fromkeys(report.failures):
             print(f"  - {failure}")
-    for search in check_search(args.html):
+    for search in check_search(args.html, ranking=SEARCH_RANKING):
         print(
             f"search for {search.word!r}: {len(search.results)} results, {search.with_excerpt} with an excerpt of "
-            f"the page's text; {search.visible_inputs} visible search box(es) on the search page"
+            f"the page's text, first {search.first_page}; {search.visible_inputs} visible search box(es) on the "
+            "search page"
         )
         site_failures += search.failures
     for failure in site_failures:

@@ -2,11 +2,14 @@
 
 The legibility check (``check_figure``, run by ``show()`` in every chapter) is tested on figures built here:
 one that passes in the book's style, and the kinds the chapters used to show (a 9- or 10-inch figure with
-panels side by side, an 8 pt legend) which it must refuse. Every chapter's figure goes through ``show()``.
+panels side by side, an 8 pt legend, a log axis's 10^4 whose exponent is 6.6 CSS px on a phone, labels in
+matplotlib's orange at 2.53:1, two labels drawn over each other) which it must refuse. Every chapter's figure
+goes through ``show()``.
 """
 
 import io
 import json
+import re
 from pathlib import Path
 
 import matplotlib as mpl
@@ -17,13 +20,20 @@ from matplotlib.figure import Figure
 
 import posenc
 from posenc_book.plotting import (
+    BOOK_COLOURS,
     BOOK_STYLE,
     DISPLAY_WIDTH_PX,
+    MIN_CONTRAST,
     MIN_TEXT_PX,
     PHONE_DISPLAY_WIDTH_PX,
     check_figure,
+    contrast_ratio,
+    dark_mode_colour,
     drawn_text_sizes,
+    drawn_texts,
     heatmap,
+    plain_number,
+    readable_ticks,
     show,
     shown_width_inches,
     text_heights_on_phone,
@@ -166,6 +176,141 @@ def test_show_checks_every_open_pyplot_figure_before_showing():
                 show()
         finally:
             plt.close(figure)
+
+
+def log_figure():
+    """A log-log plot of the book's size: matplotlib labels its decades 1, 10, ... as mathtext 10^0, 10^1, ..."""
+    figure = Figure()
+    axes = figure.subplots()
+    positions = np.logspace(0, 5, 20)
+    axes.loglog(positions, 1e-8 * positions)
+    axes.set(xlabel="position", ylabel="angle error (rad)", xlim=(1, 1e5))
+    return figure
+
+
+def test_a_log_axis_exponent_is_measured_at_the_size_it_is_drawn():
+    """The 4 of 10^4 is set by mathtext at 0.7 of the 13 pt label: 9.1 pt, 6.6 CSS px on a phone. The check used
+    to measure it at the label's 13 pt (9.5 px) and passed it."""
+    with mpl.rc_context():
+        use_book_style()
+        figure = log_figure()
+        sizes = dict(drawn_text_sizes(figure))
+        assert sizes[r"$\mathdefault{10^{4}}$"] == pytest.approx(0.7 * 13, abs=1e-6)
+        assert sizes["position"] == 13
+        with pytest.raises(ValueError, match=re.escape(r"'$\\mathdefault{10^{0}}$' (6.") + r"\d px at its '0'\)"):
+            check_figure(figure)
+
+
+def test_a_superscript_character_is_measured_by_the_height_of_its_ink():
+    """The text "10⁴" as plain text: the font size is the label's, but the ⁴ is drawn at about 0.6 of a 4's height."""
+    with mpl.rc_context():
+        use_book_style()
+        figure = line_figure()
+        figure.axes[0].set_title("base 10⁴")
+        (title,) = [text for text in drawn_texts(figure) if text.text == "base 10⁴"]
+        assert title.glyph == "⁴" and 0.5 * 14 < title.points < 0.7 * 14, title
+        with pytest.raises(ValueError, match=r"'base 10⁴' \(\d\.\d px at its '⁴'\)"):
+            check_figure(figure)
+
+
+@pytest.mark.parametrize(
+    ("value", "label"),
+    [(1.0, "1"), (10.0, "10"), (1000.0, "1000"), (1e4, "1e4"), (2.5e5, "2.5e5"), (0.01, "0.01"), (0.5, "0.5")]
+    + [(1e-3, "1e-3"), (1e-8, "1e-8"), (3e-5, "3e-5")],
+)
+def test_plain_numbers_for_log_ticks(value, label):
+    assert plain_number(value) == label
+
+
+def test_log_ticks_written_plain_pass_and_show_writes_them():
+    with mpl.rc_context():
+        use_book_style()
+        figure = log_figure()
+        readable_ticks(figure)
+        check_figure(figure)
+        drawn = [text for text, _ in drawn_text_sizes(figure)]
+        assert ["1", "10", "100", "1000", "1e4", "1e5"] == drawn[:6], drawn
+        assert "1e−8" in drawn  # matplotlib's minus sign (axes.unicode_minus)
+        figure, axes = plt.subplots()
+        try:
+            axes.semilogy([1, 2], [1e-3, 1e3])
+            show()  # raises if the mathtext exponents are still there
+            assert not any("mathdefault" in text for text, _ in drawn_text_sizes(figure))
+        finally:
+            plt.close(figure)
+
+
+def test_a_base_2_axis_keeps_whole_numbers():
+    with mpl.rc_context():
+        use_book_style()
+        figure = Figure()
+        axes = figure.subplots()
+        axes.plot([1024, 131072], [1, 2])
+        axes.set_xscale("log", base=2)
+        readable_ticks(figure)
+        assert {"1024", "4096", "16384", "65536"} <= {text for text, _ in drawn_text_sizes(figure)}
+
+
+def test_the_book_colours_reach_the_contrast_on_white_in_both_modes():
+    white = np.ones(3)
+    for colour in BOOK_COLOURS:
+        rgb = np.array(mpl.colors.to_rgb(colour))
+        assert contrast_ratio(rgb, white) >= MIN_CONTRAST, colour
+        assert contrast_ratio(dark_mode_colour(rgb), dark_mode_colour(white)) >= MIN_CONTRAST, colour
+
+
+def test_the_dark_mode_filter_matches_the_issues_measurement_of_matplotlibs_orange():
+    """Issue 36 measured the start page's orange labels at 2.53:1 in light mode and 2.67:1 in dark mode (the
+    theme's brightness(0.8) contrast(1.2)); the same numbers come out here, the dark one to 0.01 (2.664)."""
+    orange, white = np.array(mpl.colors.to_rgb("#ff7f0e")), np.ones(3)
+    assert round(float(contrast_ratio(orange, white)), 2) == 2.53
+    assert float(contrast_ratio(dark_mode_colour(orange), dark_mode_colour(white))) == pytest.approx(2.67, abs=0.01)
+    np.testing.assert_allclose(dark_mode_colour(white), [0.86] * 3)
+    np.testing.assert_array_equal(dark_mode_colour(np.zeros(3)), np.zeros(3))
+
+
+def test_a_label_in_matplotlibs_orange_is_refused_and_the_books_c1_passes():
+    with mpl.rc_context():
+        use_book_style()
+        figure = line_figure()
+        figure.axes[0].text(0.5, 0.5, "k, n = 5", color="#ff7f0e")
+        with pytest.raises(ValueError, match=r"1 texts under 4\.5:1 .*'k, n = 5' \(2\.5\d:1 light, 2\.6\d:1 dark\)"):
+            check_figure(figure)
+        figure.axes[0].texts[0].set_color("C1")
+        check_figure(figure)
+
+
+def test_a_grey_label_on_a_dark_box_is_refused_against_the_pixels_behind_it():
+    """The background is what the figure draws behind the text: black text on a dark-grey box fails."""
+    with mpl.rc_context():
+        use_book_style()
+        figure = line_figure()
+        figure.axes[0].text(0.2, 0.2, "inside a box", bbox={"facecolor": "0.25", "edgecolor": "none"})
+        with pytest.raises(ValueError, match=r"'inside a box' \(2\.0\d:1 light, 1\.3\d:1 dark\)"):
+            check_figure(figure)
+
+
+def test_two_labels_drawn_over_each_other_or_run_together_are_refused():
+    """Crossing boxes, and two labels side by side less than 0.45 em apart (the start page's "q, m = 4" and
+    "k, n = 5", 0.38 em apart, read as one), are refused; a legend's rows, stacked, pass (line_figure has one)."""
+    with mpl.rc_context():
+        use_book_style()
+        figure = line_figure()
+        axes = figure.axes[0]
+        axes.text(0.5, 0.5, "q, m = 4")
+        axes.text(0.55, 0.52, "k, n = 5")
+        with pytest.raises(ValueError, match=r"under 0\.45 em apart on a line\): 1 pairs: 'q, m = 4' and 'k, n = 5'"):
+            check_figure(figure)
+        end = next(t.box.x1 for t in drawn_texts(figure) if t.text == "q, m = 4")
+        em = 13 * figure.dpi / 72
+        for gap_em, refused in ((0.38, True), (0.6, False)):
+            x, _ = axes.transData.inverted().transform((end + gap_em * em, 0))
+            axes.texts[1].set_position((x, 0.5))
+            if refused:
+                with pytest.raises(ValueError, match=r"'q, m = 4' and 'k, n = 5'; move them apart"):
+                    check_figure(figure)
+            else:
+                check_figure(figure)
 
 
 def figure_cells(path, with_tags=False):

@@ -7,6 +7,7 @@ fail with an install hint; they never skip.
 """
 
 import base64
+import json
 import sysconfig
 from pathlib import Path
 
@@ -476,7 +477,9 @@ def toggle_reports(tmp_path_factory):
     if not CHROMIUM.exists():
         pytest.fail(f"{CHROMIUM} is missing: install it with `apt-get install -y chromium` (see README.md)")
     root = tmp_path_factory.mktemp("toggles")
-    (root / "working.html").write_text(page(TOGGLE_PAGE.format(navbar="")))
+    # the working page also has the book's drawers.js: the contents drawer closes when its entry is tapped
+    (root / "drawers.js").write_text((REPOSITORY / "_static" / "drawers.js").read_text())
+    (root / "working.html").write_text(page(TOGGLE_PAGE.format(navbar=""), '<script src="drawers.js"></script>'))
     (root / "dead.html").write_text(page(TOGGLE_PAGE.format(navbar=HIDDEN_NAVBAR)))
     (root / "target.html").write_text(page("<article>Chapter 1</article>"))
     (root / "favicon.ico").write_bytes(PIXEL_PNG)
@@ -583,6 +586,34 @@ def test_the_books_search_excerpts_write_formulas_as_text(tmp_path):
     assert site_check.excerpt_problem(excerpt) is None
 
 
+def test_a_glossary_entry_with_two_names_gets_its_definition_as_excerpt(tmp_path):
+    """A glossary entry with two terms ("ALiBi", "T5 bias") has two <dt>s before its <dd>: the excerpt of a
+    search result pointing at the first was the two names alone, "ALiBi T5 bias", too short to tell anything."""
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} is missing: install it with `apt-get install -y chromium` (see README.md)")
+    from playwright.sync_api import sync_playwright
+
+    (tmp_path / "search-excerpts.js").write_text((REPOSITORY / "_static" / "search-excerpts.js").read_text())
+    (tmp_path / "search.html").write_text(
+        page("", '<script>var Search = {};</script><script src="search-excerpts.js"></script>')
+    )
+    glossary = (
+        '<article class="bd-article"><dl class="glossary"><dt id="term-ALiBi">ALiBi</dt><dt id="term-T5-bias">T5 '
+        "bias</dt><dd><p>A number that depends on the query-key offset and is added to the attention logit.</p>"
+        "</dd></dl></article>"
+    )
+    with site_check.LocalServer(tmp_path) as server, sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=site_check.CHROMIUM_ARGS)
+        tab = browser.new_page()
+        tab.goto(f"{server.origin}/search.html?q=ALiBi", wait_until="load")
+        excerpt = tab.evaluate(
+            "(html) => Search.makeSearchSummary(html, ['alibi'], '#term-ALiBi').textContent", glossary
+        )
+        browser.close()
+    assert excerpt == "ALiBi A number that depends on the query-key offset and is added to the attention logit."
+    assert site_check.excerpt_problem(excerpt) is None
+
+
 SPHINX_STATIC = Path(sysconfig.get_paths()["purelib"]) / "sphinx" / "themes" / "basic" / "static"
 
 
@@ -617,3 +648,282 @@ def test_a_number_typed_alone_is_searched_for(tmp_path):
             tab.close()
         browser.close()
     assert terms == {"sphinx.html": ["rotary"], "book.html": ["131072", "rotary"]}
+
+
+# --- The drawers, as pydata-sphinx-theme 0.17.1 and sphinx-book-theme 1.3.0 work them ------------------------
+#
+# Below 992 px the site navigation, and below 1200 px the page's contents, open as a modal <dialog>: the theme
+# moves the sidebar's links and its classes into the dialog and moves them back when it closes (Escape is handled
+# on the dialog itself). From 992 px up, ☰ toggles the class pst-sidebar-hidden on the site navigation instead,
+# which hides whatever carries it from 992 px up. The book's _static/drawers.js is added, or not, by {script}.
+THEME_PAGE = """<style>
+  body {{ margin: 0 }} .layout {{ display: flex }} main {{ flex: 1; min-width: 0 }}
+  .bd-sidebar-primary {{ width: 250px }} .bd-sidebar-secondary {{ width: 200px }}
+  dialog {{ width: 300px; height: 90vh }}
+  @media (min-width: 992px) {{ .pst-sidebar-hidden {{ margin-left: -250px; visibility: hidden; opacity: 0 }} }}
+  @media (max-width: 991.98px) {{ #pst-primary-sidebar {{ display: none }} }}
+  @media (max-width: 1199.98px) {{ #pst-secondary-sidebar {{ display: none }} }}
+  @media (min-width: 1200px) {{ .secondary-toggle {{ display: none }} }}
+  section {{ min-height: 1500px }}
+</style>
+<div class="layout">
+  <dialog id="pst-primary-sidebar-modal"></dialog>
+  <div id="pst-primary-sidebar" class="bd-sidebar-primary"><a href="target.html">Chapter 1</a></div>
+  <main>
+    <div class="bd-header-article"><button class="primary-toggle">☰</button>
+      <button class="secondary-toggle">Contents</button></div>
+    <article class="bd-article" id="top"><h1>A chapter</h1>
+      <section id="one"><h2>One</h2><p>Text.</p></section><section id="two"><h2>Two</h2><p>Text.</p></section>
+    </article>
+  </main>
+  <dialog id="pst-secondary-sidebar-modal"></dialog>
+  <div id="pst-secondary-sidebar" class="bd-sidebar-secondary"><nav><a href="#one">One</a><br>
+    <a href="#two">Two</a></nav></div>
+</div>
+<script>
+  const move = (from, to) => {{
+    Array.from(from.childNodes).forEach((node) => to.appendChild(node));
+    Array.from(from.classList).forEach((cls) => {{ from.classList.remove(cls); to.classList.add(cls); }});
+  }};
+  const byId = (id) => document.getElementById(id);
+  const primaryToggle = document.querySelector(".primary-toggle");
+  primaryToggle.addEventListener("click", (event) => {{
+    if (matchMedia("(min-width: 992px)").matches) {{
+      event.stopImmediatePropagation();
+      byId("pst-primary-sidebar").classList.toggle("pst-sidebar-hidden");
+    }}
+  }}, true);
+  [[primaryToggle, byId("pst-primary-sidebar-modal"), byId("pst-primary-sidebar")],
+   [document.querySelector(".secondary-toggle"), byId("pst-secondary-sidebar-modal"), byId("pst-secondary-sidebar")],
+  ].forEach(([toggle, dialog, sidebar]) => {{
+    toggle.addEventListener("click", () => {{ move(sidebar, dialog); dialog.showModal(); }});
+    dialog.addEventListener("keydown", (event) => {{
+      if (event.key === "Escape") {{ event.preventDefault(); dialog.close(); }}
+    }});
+    dialog.addEventListener("close", () => move(dialog, sidebar));
+  }});
+</script>
+{script}"""
+
+
+@pytest.fixture(scope="module")
+def drawer_reports(tmp_path_factory):
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} is missing: install it with `apt-get install -y chromium` (see README.md)")
+    root = tmp_path_factory.mktemp("drawers")
+    (root / "drawers.js").write_text((REPOSITORY / "_static" / "drawers.js").read_text())
+    (root / "theme.html").write_text(page(THEME_PAGE.format(script="")))
+    (root / "book.html").write_text(page(THEME_PAGE.format(script='<script src="drawers.js"></script>')))
+    (root / "target.html").write_text(page("<article>Chapter 1</article>"))
+    (root / "favicon.ico").write_bytes(PIXEL_PNG)
+    reports, _ = check_pages(root, ["theme.html", "book.html"], toggles=True)
+    print(format_table(reports))
+    return {report.page: report for report in reports}
+
+
+def test_the_themes_drawers_stay_open_on_a_tapped_entry_and_become_invisible_and_modal(drawer_reports):
+    """The two faults of the book's pages before _static/drawers.js, shown on the themes' own behaviour."""
+    theme = drawer_reports["theme.html"]
+    assert theme.drawer_entry_closes is False
+    assert "at 390 px, tapping an entry of the contents drawer (#two) leaves the drawer open over the page" in (
+        theme.failures
+    )
+    (fault,) = theme.drawer_faults  # the first sequence; the other two leave nothing invisible
+    assert fault.startswith(
+        "collapse the site navigation at 1280 px, narrow the window to 390 px, open ☰, widen it to 1280 px: an open "
+        "drawer (dialog#pst-primary-sidebar-modal.bd-sidebar-primary.pst-sidebar-hidden) is invisible but modal"
+    ), fault
+    # the rest of the theme works: the toggles open and collapse
+    assert (theme.sidebar_collapses, theme.toggles_opened, theme.toggles_tapped) == (True, 2, 2)
+
+
+def test_the_books_drawers_close_on_a_tapped_entry_and_when_the_window_widens(drawer_reports):
+    book = drawer_reports["book.html"]
+    assert book.ok, book.failures
+    assert book.drawer_entry_closes is True and book.drawer_faults == []
+
+
+# --- Code that scrolls on a phone shows that it does ---------------------------------------------------------
+
+CODE_LINE = "scores = torch.einsum('bhqd,bhkd->bhqk', rotate(q, offset), rotate(k))"  # 72 columns
+
+
+def test_code_that_scrolls_on_a_phone_without_a_sign_fails_and_the_books_fading_edge_passes(tmp_path):
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} is missing: install it with `apt-get install -y chromium` (see README.md)")
+    block = f'<div class="cell_input"><div class="highlight"><pre>{CODE_LINE}</pre></div></div>'
+    box = "<style>pre { max-width: 100%; overflow-x: auto; font-size: 13px }</style>"
+    (tmp_path / "plain.html").write_text(page(f'<article class="bd-article">{block}</article>', box))
+    for name in ("any-screen.css", "code-scroll.js"):
+        (tmp_path / name).write_text((REPOSITORY / "_static" / name).read_text())
+    book = '<link rel="stylesheet" href="any-screen.css"><script src="code-scroll.js"></script>'
+    (tmp_path / "book.html").write_text(page(f'<article class="bd-article">{block}</article>', box + book))
+    (tmp_path / "favicon.ico").write_bytes(PIXEL_PNG)
+    plain, book_report = check_pages(tmp_path, ["plain.html", "book.html"])[0]
+    (failure,) = [f for f in plain.failures if "show no sign" in f]
+    assert failure.startswith("1 of 1 code blocks that scroll sideways at 390 px show no sign that they do: "), failure
+    assert failure.endswith(f"px: {CODE_LINE[:50]}"), failure
+    assert book_report.ok and book_report.silent_scrolling_code == [], book_report.failures
+
+
+# --- Words of the sidebars' links stay whole ------------------------------------------------------------------
+
+SIDEBAR_LINKS = (
+    '<a href="#one">FlexAttention</a><br>'
+    '<a href="#one">In a model: <code>posenc.nn.RotaryEmbedding</code></a><br>'
+    '<a href="#one"><code>posenc.testing.assert_rotary_scores_depend_on_offset_only</code></a>'
+)
+# The contents column as the theme lays it out at 1280 px (272 px, 24 px of padding each side, the list in a flex
+# row), with the list's box shrunk, as on the book's pages (96 px on one), here to 80 px: narrower than "FlexAttention".
+COLUMN = (
+    "<style>.bd-sidebar-secondary { width: 272px; padding: 0 24px; box-sizing: border-box; font: 15px sans-serif }"
+    ".sidebar-secondary-items { display: flex } .sidebar-secondary-item { width: 80px }</style>"
+    '<div class="bd-sidebar-secondary"><div class="sidebar-secondary-items"><div class="sidebar-secondary-item">'
+    f"<nav>{SIDEBAR_LINKS}</nav></div></div></div><article id='one'>x</article>"
+)
+
+
+def test_words_broken_in_a_narrow_contents_column_fail_and_the_books_column_and_breaks_pass(tmp_path):
+    """With overflow-wrap: anywhere (the book's rule before) the narrow list broke "FlexAttention" and the
+    dotted names inside words; the book's CSS gives the list the column's width and breaks a word only when it
+    is wider than the column, and its name-breaks.js lets a long name break after a dot or an underscore."""
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} is missing: install it with `apt-get install -y chromium` (see README.md)")
+    anywhere = "<style>.bd-sidebar-secondary a, .bd-sidebar-secondary code { overflow-wrap: anywhere }</style>"
+    (tmp_path / "anywhere.html").write_text(page(COLUMN, anywhere))
+    for name in ("any-screen.css", "name-breaks.js"):
+        (tmp_path / name).write_text((REPOSITORY / "_static" / name).read_text())
+    book = '<link rel="stylesheet" href="any-screen.css"><script src="name-breaks.js"></script>'
+    (tmp_path / "book.html").write_text(page(COLUMN, anywhere + book))
+    (tmp_path / "favicon.ico").write_bytes(PIXEL_PNG)
+    anywhere_report, book_report = check_pages(tmp_path, ["anywhere.html", "book.html"], phone_width=None)[0]
+    broken = anywhere_report.broken_words["the contents column at 1280 px"]
+    assert {"FlexAttention", "posenc.testing.assert_rotary_scores_depend_on_offset_only"} <= set(broken), broken
+    assert any(f.startswith("3 words broken across two lines in the contents column") for f in anywhere_report.failures)
+    assert book_report.broken_words["the contents column at 1280 px"] == [], book_report.failures
+    assert book_report.ok, book_report.failures
+
+
+# --- The book's name on a phone's first screen, and no fullscreen button ------------------------------------
+
+BOOK_TITLE = "Positional Encoding, Executed"
+
+
+def test_the_books_name_must_be_on_the_first_phone_screen_and_no_fullscreen_button_shown(tmp_path):
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} is missing: install it with `apt-get install -y chromium` (see README.md)")
+    pages = {
+        # the name only in a closed drawer (the theme's site navigation on a phone), and at the page's end
+        "hidden.html": f"<dialog><a href='hidden.html'>{BOOK_TITLE}</a></dialog><article><h1>Rotary</h1>"
+        f"<div style='height:2000px'></div><p>{BOOK_TITLE}</p></article>",
+        "named.html": f"<header><a href='named.html'>{BOOK_TITLE}</a></header><article><h1>Rotary</h1></article>",
+        # the name under ☰ in a header 48 px tall: it hangs over the page below (the book's first try)
+        "spilled.html": "<div class='bd-header-article' style='height:48px'><button>☰</button>"
+        f"<a href='spilled.html' style='display:block;padding-top:20px'>{BOOK_TITLE}</a></div><article>x</article>",
+        "fullscreen.html": f"<header>{BOOK_TITLE} <button class='btn btn-fullscreen-button' "
+        "onclick='toggleFullScreen()' title='Fullscreen mode'>⛶</button></header><article>x</article>",
+    }
+    for name, body in pages.items():
+        (tmp_path / name).write_text(page(body))
+    (tmp_path / "favicon.ico").write_bytes(PIXEL_PNG)
+    reports = {r.page: r for r in check_pages(tmp_path, list(pages), book_title=BOOK_TITLE)[0]}
+    assert reports["hidden.html"].failures == ["at 390 px, the first screen does not show the book's name"]
+    assert reports["named.html"].ok and reports["named.html"].name_on_first_screen, reports["named.html"].failures
+    assert reports["fullscreen.html"].failures == ["1 fullscreen buttons shown"]
+    assert reports["spilled.html"].failures == [
+        f"at 390 px, items of the article's header reach out of it: {BOOK_TITLE}"
+    ], reports["spilled.html"].failures
+
+
+# --- Search: a page about the query before a page that mentions it ------------------------------------------
+
+# A search index as Sphinx 7.4 writes it, for six pages: the bug gallery, whose section headings hold "base" and
+# "ALiBi" and whose title sorts first; the chapter titled by "base"; a page that only mentions "base" and
+# "interleaved", whose title sorts before the chapter that defines "interleaved" in bold (posenc_bold,
+# book/_ext/posenc_search.py) but has it in no heading; chapter 8, whose title names ALiBi; and the API page of the
+# module posenc.alibi, an object of the index.
+SEARCH_INDEX = {
+    "docnames": ["book/api/alibi", "notebooks/01", "notebooks/07", "notebooks/08", "notebooks/10", "notebooks/12"],
+    "filenames": ["alibi.rst", "01.ipynb", "07.ipynb", "08.ipynb", "10.ipynb", "12.ipynb"],
+    "titles": [
+        "posenc.alibi",
+        "Compute the sinusoids",
+        "Rotate queries and keys",
+        "Bias the logits instead: Shaw, T5 and ALiBi",
+        "Catch bugs",
+        "Choosing the base",
+    ],
+    "alltitles": {
+        "posenc.alibi": [[0, None]],
+        "Compute the sinusoids": [[1, None]],
+        "Rotate queries and keys": [[2, None]],
+        "Two layouts, one rotation": [[2, "two-layouts"]],
+        "Bias the logits instead: Shaw, T5 and ALiBi": [[3, None]],
+        "Catch bugs": [[4, None]],
+        "Family 3: ALiBi slopes for head counts that are not powers of two": [[4, "family-3"]],
+        "Family 11: a base read where the config no longer keeps it": [[4, "family-11"]],
+        "Choosing the base": [[5, None]],
+    },
+    "terms": {"base": [1, 4, 5], "interleaved": [1, 2], "alibi": [0, 3, 4]},
+    "titleterms": {"base": [4, 5], "alibi": [0, 3, 4], "catch": 4, "choosing": 5, "rotate": 2, "layouts": 2},
+    "objects": {"": [[0, 0, 0, "module-posenc.alibi", "posenc.alibi"]]},
+    "objnames": {"0": ["py", "module", "Python module"]},
+    "objtypes": {"0": "py:module"},
+    "indexentries": {},
+    "envversion": {},
+    "posenc_bold": {"interleaved": [2]},
+}
+
+
+def test_the_books_scorer_ranks_a_page_about_the_query_above_pages_that_mention_it(tmp_path):
+    """Sphinx's searchtools.js, as the search page loads it, with and without the book's scorer
+    (book/_ext/search_scorer.js, which Sphinx puts into language_data.js, after searchtools.js): Sphinx orders
+    equal scores by title, so the bug gallery comes before "Choosing the base" and "interleaved" lists chapter 1
+    first, and "ALiBi" the module's API page; the book's scorer puts the titled chapter and the chapter that
+    defines the word first."""
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} is missing: install it with `apt-get install -y chromium` (see README.md)")
+    from playwright.sync_api import sync_playwright
+
+    for name in ("doctools.js", "searchtools.js"):
+        (tmp_path / name).write_text((SPHINX_STATIC / name).read_text())
+    (tmp_path / "scorer.js").write_text((REPOSITORY / "book" / "_ext" / "search_scorer.js").read_text())
+    stubs = (
+        "<script>var stopwords = []; var Stemmer = function () { this.stemWord = (word) => word; };"
+        "var SPHINX_HIGHLIGHT_ENABLED = false; var DOCUMENTATION_OPTIONS = {};</script>"
+    )
+    index = f"<script>Search.setIndex({json.dumps(SEARCH_INDEX)});</script>"
+    scripts = {
+        "sphinx.html": ["doctools.js", "searchtools.js"],
+        "book.html": ["doctools.js", "searchtools.js", "scorer.js"],
+    }
+    order = {}
+    with site_check.LocalServer(tmp_path) as server, sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=site_check.CHROMIUM_ARGS)
+        for page_name, sources in scripts.items():
+            tags = "".join(f'<script src="{source}"></script>' for source in sources)
+            (tmp_path / page_name).write_text(page("", stubs + tags + index))
+            for query in ("base", "interleaved", "ALiBi"):
+                tab = browser.new_page()
+                tab.goto(f"{server.origin}/{page_name}?q={query}", wait_until="load")
+                order[page_name, query] = tab.evaluate(
+                    """(query) => {
+                      const [q, terms, excluded, highlighted, objects] = Search._parseQuery(query);
+                      // the page shows the results from the end of the list (searchtools.js pops them)
+                      return Search._performSearch(q, terms, excluded, highlighted, objects).reverse()
+                        .map((result) => result[0] + result[2]);
+                    }""",
+                    query,
+                )
+                tab.close()
+        browser.close()
+    assert order["sphinx.html", "base"][0] == "notebooks/10"
+    assert order["sphinx.html", "interleaved"][0] == "notebooks/01"
+    assert order["sphinx.html", "ALiBi"][0] == "book/api/alibi#module-posenc.alibi"
+    # the title, then the heading in the bug gallery, then the page that only mentions the word
+    assert order["book.html", "base"] == ["notebooks/12", "notebooks/10", "notebooks/01"]
+    assert order["book.html", "interleaved"] == ["notebooks/07", "notebooks/01"]
+    # two titles hold "ALiBi": the chapter's first, then the module's page (its object result and its page
+    # result), then the bug gallery's heading
+    assert order["book.html", "ALiBi"][0] == "notebooks/08"
+    assert order["book.html", "ALiBi"][-1] == "notebooks/10", order["book.html", "ALiBi"]
