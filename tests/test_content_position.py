@@ -138,14 +138,22 @@ def sweep_data():
     return cp.read_sweep()
 
 
-def test_the_sweep_file_is_of_the_code_as_it_is(sweep_data):
-    assert sweep_data["sources_sha256"] == cp.sources_sha256(), (
+ROOT = cp.Path(__file__).resolve().parents[1]
+
+
+def assert_sweep_is_current(data, root=ROOT):
+    """Refuse a sweep file written by other code than the sources' as they are under ``root``, or by other pins."""
+    assert data["sources_sha256"] == cp._sources_sha256(root), (
         "book/data/position_from_content.json was written by other code than the sources' (posenc_book."
         "content_position.SOURCES): run `make check-position-from-content` and commit the new file"
     )
-    assert sweep_data["versions"]["torch"] == torch.__version__
-    assert sweep_data["seeds"] == list(cp.SWEEP_SEEDS) and len(cp.SWEEP_SEEDS) >= MIN_SEEDS
-    assert sweep_data["page_seed"] == cp.PAGE_SEED
+    assert data["versions"]["torch"] == torch.__version__
+    assert data["seeds"] == list(cp.SWEEP_SEEDS) and len(cp.SWEEP_SEEDS) >= MIN_SEEDS
+    assert data["page_seed"] == cp.PAGE_SEED
+
+
+def test_the_sweep_file_is_of_the_code_as_it_is(sweep_data):
+    assert_sweep_is_current(sweep_data)
 
 
 def test_every_claim_of_the_sweep_holds_and_is_the_code_s(sweep_data):
@@ -158,16 +166,24 @@ def test_every_claim_of_the_sweep_holds_and_is_the_code_s(sweep_data):
     assert all(row["holds"] for row in cp.check_page(page, sweep_data))
 
 
-def test_a_stale_sweep_file_is_refused(sweep_data, tmp_path, monkeypatch):
-    # planted: the sources changed by one byte since the sweep ran
+def test_a_stale_sweep_file_is_refused(sweep_data, tmp_path):
+    # a copy of the sources that the committed file passes against, then planted: one source changed by one byte,
+    # a file from other pins, a file of other seeds
     for name in cp.SOURCES:
         target = tmp_path / name
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes((cp.Path(__file__).resolve().parents[1] / name).read_bytes())
-    assert cp._sources_sha256(tmp_path) == sweep_data["sources_sha256"]
+        target.write_bytes((ROOT / name).read_bytes())
+    assert_sweep_is_current(sweep_data, tmp_path)
     source = tmp_path / cp.SOURCES[0]
     source.write_bytes(source.read_bytes() + b"\n")
-    assert cp._sources_sha256(tmp_path) != sweep_data["sources_sha256"]
+    with pytest.raises(AssertionError, match="other code than the sources"):
+        assert_sweep_is_current(sweep_data, tmp_path)
+    source.write_bytes((ROOT / cp.SOURCES[0]).read_bytes())
+    other_torch = dict(sweep_data, versions=dict(sweep_data["versions"], torch="2.0.0"))
+    with pytest.raises(AssertionError):
+        assert_sweep_is_current(other_torch, tmp_path)
+    with pytest.raises(AssertionError):
+        assert_sweep_is_current(dict(sweep_data, seeds=sweep_data["seeds"][:-1]), tmp_path)
 
 
 # --- posenc_book.eviction ---------------------------------------------------------------------------------------
