@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 export SOURCE_DATE_EPOCH
 
-.PHONY: venv book test lint unit notebooks bench check-gpu check-engines favicon check-site check-reproducible check-portable check-seeds \
+.PHONY: venv book test lint unit notebooks bench check-gpu check-configs check-engines check-operators favicon check-site check-reproducible check-portable check-seeds \
 	check-position-from-content clean
 
 venv: $(STAMP)
@@ -52,10 +52,10 @@ lint: $(STAMP)
 	$(BIN)/mypy posenc _posenc_pytestplugin.py
 
 unit: $(STAMP)
-	$(BIN)/python -m pytest --doctest-modules posenc book/posenc_book tests
+	$(BIN)/python -m pytest -n 2 --doctest-modules posenc book/posenc_book tests
 
 notebooks: $(STAMP) $(KERNEL_CONFIG)
-	$(BIN)/python -m pytest --nbval-lax --nbval-current-env -p no:cacheprovider notebooks/
+	$(BIN)/python -m pytest -n 2 --dist loadfile --nbval-lax --nbval-current-env -p no:cacheprovider notebooks/
 
 # Time posenc.sinusoidal and posenc.nn.RotaryEmbedding against the usual implementations (about two minutes;
 # not part of `test`). The benchmark is one of the book's helpers, book/posenc_book/bench.py.
@@ -69,6 +69,14 @@ bench: $(STAMP)
 # (`$(BIN)/python -m posenc_book.bench_gpu --device cpu` runs the parts that do not need CUDA on the CPU).
 check-gpu: $(STAMP)
 	$(BIN)/python -m posenc_book.bench_gpu --out _build/check-gpu.md
+
+# The differential sweep (tests/config_sweep.py): every census class of transformers, each key its modeling code
+# reads changed one at a time, posenc's plan against the tiny model built from the same config.json
+# (tests/rope_oracle.py); writes book/posenc_book/config_sweep.json (versions, date, the hash of posenc's reading
+# code, one row per case), which is committed and which tests/test_config_sweep.py (in `unit`) refuses when stale.
+# Two worker processes; not part of `test` or CI.
+check-configs: $(STAMP)
+	$(BIN)/python tests/config_sweep.py
 
 # Chapter 17's engines whose install does not fit `make test` (requirements-engines.txt: ONNX Runtime GenAI's model
 # builder, vLLM's CPU build), in a virtual environment of their own (.venv-engines: requirements.txt, then these
@@ -84,6 +92,24 @@ $(ENGINES_STAMP): requirements.txt requirements-engines.txt pyproject.toml book/
 
 check-engines: $(ENGINES_STAMP)
 	$(ENGINES_VENV)/bin/python -m posenc_book.engines.run
+
+# The engines and operators that need more than requirements.txt and are not in .venv-engines, in a virtual
+# environment of their own (.venv-extra-engines: requirements.txt, then requirements-extra-engines.txt without their
+# dependencies): keras-hub for check-operators.
+EXTRA_VENV := .venv-extra-engines
+EXTRA_STAMP := $(EXTRA_VENV)/.installed
+$(EXTRA_STAMP): requirements.txt requirements-extra-engines.txt pyproject.toml book/pyproject.toml
+	test -x $(EXTRA_VENV)/bin/python || $(PYTHON) -m venv $(EXTRA_VENV)
+	$(EXTRA_VENV)/bin/python -m pip install --quiet -r requirements.txt
+	$(EXTRA_VENV)/bin/python -m pip install --quiet --no-deps -r requirements-extra-engines.txt
+	touch $(EXTRA_STAMP)
+
+# posenc's conformance suite (posenc.testing.rotary_cases, float32 and float16, both layouts) against four standard
+# rotary operators: ONNX's RotaryEmbedding (opset 23) and com.microsoft.RotaryEmbedding on ONNX Runtime's CPU
+# provider, MLX's fast.rope, keras-hub's RotaryEmbedding on Keras's JAX backend. Writes book/data/operators.json
+# (committed; chapter 17 shows it, tests/test_engines.py refuses a stale one). 469 s on the loaded machine.
+check-operators: $(EXTRA_STAMP)
+	KERAS_BACKEND=jax $(EXTRA_VENV)/bin/python -m posenc_book.engines.operators
 
 # Redraw the site's icon, book/site_root/favicon.ico (committed; tests/test_favicon.py checks it matches).
 favicon: $(STAMP)

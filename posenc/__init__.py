@@ -25,7 +25,7 @@ Rotary on several axes (Heo et al., 2024; Wang et al., 2024), :mod:`posenc.multi
     :func:`axial_frequencies`, :func:`mrope_frequencies`, :func:`rotate_multiaxis`: axial 2D/3D RoPE,
     multimodal RoPE (``mrope_section``, chunked or interleaved) and any frequency matrix (RoPE-Mixed)
 
-Men et al.'s condition on a rotary head's frequencies (Men et al., 2024), :mod:`posenc.base_condition`
+Xu et al.'s condition on a rotary head's frequencies (Xu et al., 2024), :mod:`posenc.base_condition`
     :func:`base_condition_holds` (does a head with these frequencies keep the sum of cos(m theta_i) non-negative
     at every distance m below a length?), :func:`base_condition_sum`, :func:`base_condition_error`
 
@@ -43,7 +43,7 @@ A transformers model's positions, :mod:`posenc.config`
 
 What a configuration does with positions, and its pitfalls, :mod:`posenc.check`
     :func:`check_config` (a ``config.json``, a model directory, its dict or a config object: one
-    :class:`KindCheck` per layer kind, the defaults filled in, a :class:`CheckWarning` per pitfall, Men et al.'s
+    :class:`KindCheck` per layer kind, the defaults filled in, a :class:`CheckWarning` per pitfall, Xu et al.'s
     condition at a context length as a :class:`ContextCheck`), :class:`ConfigCheck`; ``posenc check
     config.json`` on the command line
 
@@ -111,7 +111,7 @@ __all__ = [
     "axial_frequencies",
     "mrope_frequencies",
     "rotate_multiaxis",
-    # Men et al.'s condition on the frequencies
+    # Xu et al.'s condition on the frequencies
     "base_condition_error",
     "base_condition_holds",
     "base_condition_sum",

@@ -31,7 +31,7 @@ def _parser() -> argparse.ArgumentParser:
         "--context",
         type=int,
         metavar="N",
-        help="check the base and scaling against Men et al.'s condition at N positions (chapter 12), and N "
+        help="check the base and scaling against Xu et al.'s condition at N positions (chapter 12), and N "
         "against the declared context and the length the scaling was made for",
     )
     check.add_argument("--json", action="store_true", help="print the report as JSON (schema posenc.check/1)")

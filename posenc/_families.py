@@ -66,11 +66,12 @@ vision tower), which posenc's halves layout reads after swapping the middle quar
 
 QueryRule = Literal["llama4_temperature", "llama4_beta", "scalable_softmax", "learned_log"]
 
-DerivedAttributes = Literal["bamba", "falcon_h1", "recurrent_gemma", "all_sliding", "longcat"]
+DerivedAttributes = Literal["bamba", "falcon_h1", "recurrent_gemma", "all_sliding", "longcat", "hrm"]
 """Attributes a config class computes (properties not written to config.json), derived the same way from a dict:
 ``layers_block_type`` from ``attn_layer_indices`` (Bamba), ``"hybrid"`` everywhere (Falcon-H1), ``block_types``
 cycled (RecurrentGemma), ``"sliding_attention"`` everywhere (Qwen3-Omni's Code2Wav), ``num_hidden_layers = 2 *
-num_layers`` (LongCat-Flash: two attentions per layer)."""
+num_layers`` (LongCat-Flash: two attentions per layer), ``num_hidden_layers = num_layers_per_stack * H_cycles *
+(L_cycles + 1)`` when a file gives no ``num_layers_per_stack`` (HRM: one cache layer per attention call)."""
 
 NO_ATTENTION_TYPES = ("linear_attention", "conv", "mamba")
 """Layer types without softmax attention (recurrent or convolutional layers): they never rotate."""
@@ -230,10 +231,12 @@ class Family:
     nope_on_full_layers: bool = False  # MUSE: without layer_rope_theta, the layer pattern's full layers are NoPE
     partial_hardcoded: bool = False  # Bamba: __post_init__ sets the top-level partial_rotary_factor to its default
     rotary_dim_key: str | None = None  # MiniMax-M2: a legacy width, partial_rotary_factor = value / head_dim
-    rope_switch: tuple[str, str] | None = None  # Granite 4.0-H: the model rotates only when config[key] == value
-    switch_off: Literal["nope", "absolute"] = "nope"  # what the model does otherwise (ESM: absolute embeddings)
+    rope_switch: tuple[str, object] | None = None  # Granite 4.0-H: the model rotates only when config[key] == value
+    switch_off: Literal["nope", "absolute", "alibi"] = "nope"  # what it does otherwise (ESM: absolute embeddings)
     fixed_theta: float | None = None  # rope_form "fixed": the base the modeling code fixes
     partial_ignored: bool = False  # the default frequencies never read partial_rotary_factor (PARTIAL_IGNORED)
+    rope_type_aliases: tuple[tuple[str, str], ...] = ()  # Phi-3: legacy types the config class renames
+    rope_types: tuple[str, ...] = ()  # Phi-3: the only rope types the config class accepts (empty: any)
 
     @property
     def source(self) -> str:
@@ -344,6 +347,12 @@ _GPT_NAMES = (
 _VISION = dict(layer_count_keys=("depth", "num_hidden_layers"))
 _VISION_MAP = dict(_VISION, attribute_map=(("num_attention_heads", "num_heads"), ("num_hidden_layers", "depth")))
 _MROPE = ("mrope_section", "mrope_interleaved", "max_position_embeddings")
+_PHI3_ROPE_TYPES = dict(
+    rope_type_aliases=(("su", "longrope"), ("yarn", "longrope")),
+    rope_types=("default", "longrope"),
+)
+"""Phi-3's convert_rope_params_to_dict renames the legacy types "su" and "yarn" to "longrope", and its validate_rope
+refuses every type but "default" and "longrope"."""
 _MLA = dict(rotary="mla", layout="interleaved", interleave_key="rope_interleave", softmax_mscale=True)
 _MLA_INTERLEAVED = dict(rotary="mla", layout="interleaved", softmax_mscale=True)
 _MLA_HALVES = dict(rotary="mla", softmax_mscale=True)
@@ -389,6 +398,7 @@ FAMILIES: dict[str, Family] = {
             rope_theta=10000.0,
         ),
         layer_pattern=LayerPattern("periodic", period_key="global_attn_every_n_layers"),
+        nope="sliding_only",  # AfmoeAttention rotates only where is_local_attention (found by tests/config_sweep.py)
     ),
     "apertus": _f(
         "apertus",
@@ -1088,7 +1098,11 @@ FAMILIES: dict[str, Family] = {
             max_position_embeddings=2048,
             num_hidden_layers=32,
             rope_theta=10000.0,
+            alibi=False,
         ),
+        # FalconModel: use_alibi = config.alibi; its attention rotates only when no ALiBi tensor is passed
+        rope_switch=("alibi", False),
+        switch_off="alibi",
     ),
     "falcon_h1": _f(
         "falcon_h1",
@@ -1126,6 +1140,7 @@ FAMILIES: dict[str, Family] = {
             rope_theta=10000.0,
         ),
         layer_pattern=LayerPattern("periodic", period=4, shift=3, first=(0, 1), last="always"),
+        nope="sliding_only",  # FlintAttention rotates only its sliding layers (found by tests/config_sweep.py)
     ),
     "gemma": _f(
         "gemma",
@@ -1608,7 +1623,10 @@ FAMILIES: dict[str, Family] = {
             max_position_embeddings=2048,
             num_hidden_layers=16,
             rope_theta=10000.0,
+            H_cycles=2,
+            L_cycles=3,
         ),
+        derived="hrm",
     ),
     "hunyuan_v1_dense": _f(
         "hunyuan_v1_dense",
@@ -2599,6 +2617,7 @@ FAMILIES: dict[str, Family] = {
             num_hidden_layers=32,
             rope_theta=10000.0,
         ),
+        **_PHI3_ROPE_TYPES,
     ),
     "phi4_multimodal": _f(
         "phi4_multimodal",
@@ -2610,6 +2629,7 @@ FAMILIES: dict[str, Family] = {
             num_hidden_layers=32,
             rope_theta=10000.0,
         ),
+        **_PHI3_ROPE_TYPES,
     ),
     "phimoe": _f(
         "phimoe",
@@ -3234,6 +3254,7 @@ FAMILIES: dict[str, Family] = {
             rope_theta=10000.0,
         ),
         layer_pattern=LayerPattern("windowed", other="reference_sliding_attention"),
+        head_rule="derived",  # __post_init__ sets head_dim = hidden_size // num_attention_heads, whatever is given
     ),
     "vaultgemma": _f(
         "vaultgemma",
@@ -3314,7 +3335,9 @@ FAMILIES: dict[str, Family] = {
             max_position_embeddings=4096,
             num_hidden_layers=54,
             rope_theta=10000.0,
+            use_mem_rope=False,
         ),
+        rope_switch=("use_mem_rope", True),  # Zamba2Model builds rotary_emb, and its attention rotates, only if true
         layer_pattern=LayerPattern("listed", cycle=_ZAMBA2_BLOCKS),
         head_rule="double_hidden",
         attribute_map=(("layer_types", "layers_block_type"), ("head_dim", "attention_head_dim")),

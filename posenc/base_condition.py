@@ -1,6 +1,6 @@
-r"""Men et al.'s condition on a rotary head's frequencies for a context length: the cosine sum and its sign.
+r"""Xu et al.'s condition on a rotary head's frequencies for a context length: the cosine sum and its sign.
 
-Men et al. (2024) ask that a query attend more to a key similar to it than to a random key, at every distance
+Xu et al. (2024) ask that a query attend more to a key similar to it than to a random key, at every distance
 within the context. Under their assumptions the gap between the two expected scores at distance :math:`m` is
 proportional to
 
@@ -20,8 +20,13 @@ The condition is not monotone in the base: the bases that satisfy it do not form
 "smallest base" to compute, only the answer at each base asked.
 
 How the sum is computed, and how accurate it is. The identity
-:math:`\cos((a + k)\theta) = \cos(a\theta)\cos(k\theta) - \sin(a\theta)\sin(k\theta)` cuts the distances into
-blocks of about :math:`\sqrt{L}` starting at :math:`a`: every block's sums are one matrix product of the
+
+.. math::
+
+    \cos((a + k)\theta) = \cos(a\theta)\cos(k\theta) - \sin(a\theta)\sin(k\theta)
+
+cuts the distances into blocks of about :math:`\sqrt{L}` starting at :math:`a`: every block's sums are one
+matrix product of the
 :math:`(\text{blocks}, 2n)` table of :math:`[\cos a\theta_i, \sin a\theta_i]` with the :math:`(2n, \text{block})`
 table of :math:`[\cos k\theta_i; -\sin k\theta_i]`, for :math:`n` pairs. That costs :math:`2\sqrt{L} \cdot 2n`
 sines and cosines and one matrix product instead of :math:`L n` cosines: at :math:`L = 2^{20}` a few hundredths
@@ -31,9 +36,14 @@ of a second instead of more than a second. Compared with the sum of the cosines 
 cosines and two products (a unit roundoff :math:`u = 2^{-53}` each), and the sum of :math:`2n` products
 adds at most :math:`2n\,u` times the sum of their sizes, itself at most :math:`n` (each pair's
 :math:`|\cos a\cos k| + |\sin a\sin k| \le 1`, by Cauchy-Schwarz). :func:`base_condition_error` doubles the
-total: :math:`2n\,(2^{-51} L \max|\theta| + 2^{-50} + n\,2^{-52})`, about :math:`6 \cdot 10^{-8}` at
-:math:`L = 2^{20}` and :math:`n = 64`. These bounds hold in any order of summation, fused multiply-adds
-included, so on every processor.
+total,
+
+.. math::
+
+    2n\,(2^{-51} L \max|\theta| + 2^{-50} + n\,2^{-52}),
+
+about :math:`6 \cdot 10^{-8}` at :math:`L = 2^{20}` and :math:`n = 64`. These bounds hold in any order of
+summation, fused multiply-adds included, so on every processor.
 
 :func:`base_condition_holds` first takes the products in float32: its inputs carry one more rounding of
 :math:`2^{-24}` each, and the same argument bounds its error by :math:`(2n + 6)\,n\,2^{-24}`. A block whose
@@ -42,7 +52,7 @@ float32 sums all reach twice that is positive; the others are summed again in fl
 
 References
 ----------
-Men et al., "Base of RoPE Bounds Context Length", NeurIPS 2024, arXiv:2405.14591.
+Xu, Men et al., "Base of RoPE Bounds Context Length", NeurIPS 2024, arXiv:2405.14591 (the preprint lists Men first).
 """
 
 from __future__ import annotations
@@ -115,7 +125,7 @@ def _error(theta: NDArray[np.float64], length: int) -> float:
 
 
 def base_condition_sum(frequencies: ArrayLike, length: int, *, head_dim: int | None = None) -> NDArray[np.float64]:
-    r"""Men et al.'s sum :math:`B_{m,\theta} = \sum_i \cos(m\theta_i)` at every distance ``m < length``.
+    r"""Xu et al.'s sum :math:`B_{m,\theta} = \sum_i \cos(m\theta_i)` at every distance ``m < length``.
 
     Parameters
     ----------
@@ -151,7 +161,7 @@ def base_condition_sum(frequencies: ArrayLike, length: int, *, head_dim: int | N
 
     References
     ----------
-    Men et al., "Base of RoPE Bounds Context Length", NeurIPS 2024, arXiv:2405.14591.
+    Xu, Men et al., "Base of RoPE Bounds Context Length", NeurIPS 2024, arXiv:2405.14591.
 
     Examples
     --------
@@ -181,8 +191,13 @@ def base_condition_error(frequencies: ArrayLike, length: int, *, head_dim: int |
     Returns
     -------
     float
-        :math:`2n\,(2^{-51} L \max_i|\theta_i| + 2^{-50} + n\,2^{-52})` for :math:`n` pairs (the module's
-        notes derive it): about :math:`6 \cdot 10^{-8}` at :math:`L = 2^{20}`, :math:`n = 64`,
+        For :math:`n` pairs (the module's notes derive it),
+
+        .. math::
+
+            2n\,(2^{-51} L \max_i|\theta_i| + 2^{-50} + n\,2^{-52}),
+
+        about :math:`6 \cdot 10^{-8}` at :math:`L = 2^{20}`, :math:`n = 64`,
         :math:`\theta_0 = 1`.
 
     Raises
@@ -203,7 +218,7 @@ def base_condition_error(frequencies: ArrayLike, length: int, *, head_dim: int |
 def base_condition_holds(frequencies: ArrayLike, length: int, *, head_dim: int | None = None) -> bool:
     r"""Whether :math:`B_{m,\theta} = \sum_i \cos(m\theta_i) \ge 0` at every distance ``m < length``.
 
-    This is the condition of Men et al. (2024) on a rotary head: does this head, with these frequencies,
+    This is the condition of Xu et al. (2024) on a rotary head: does this head, with these frequencies,
     satisfy it over ``length`` positions? For a head of ``d`` features with base ``b``, pass
     ``posenc.rotary_frequencies(d, base=b)``; with a scaling, ``posenc.rotary_frequencies(d, base=b,
     scaling=...)``; for a partially rotated head, its rotated frequencies and ``head_dim=d``.
@@ -242,7 +257,7 @@ def base_condition_holds(frequencies: ArrayLike, length: int, *, head_dim: int |
 
     References
     ----------
-    Men et al., "Base of RoPE Bounds Context Length", NeurIPS 2024, arXiv:2405.14591.
+    Xu, Men et al., "Base of RoPE Bounds Context Length", NeurIPS 2024, arXiv:2405.14591.
 
     Examples
     --------

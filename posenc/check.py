@@ -35,7 +35,7 @@ The warnings, by code:
 ``context-beyond-declared``
     ``--context`` reaches beyond the configuration's ``max_position_embeddings``.
 ``context-condition``
-    ``--context N``: a kind fails Men et al.'s condition on the base at ``N`` positions (chapter 12).
+    ``--context N``: a kind fails Xu et al.'s condition on the base at ``N`` positions (chapter 12).
 """
 
 from __future__ import annotations
@@ -107,7 +107,7 @@ class CheckWarning:
 
 @dataclass(frozen=True)
 class ContextCheck:
-    r"""Men et al.'s condition on the base for one layer kind at a context length (chapter 12).
+    r"""Xu et al.'s condition on the base for one layer kind at a context length (chapter 12).
 
     The condition asks that :math:`B_m = \sum_i \cos(m\theta_i) \ge 0` at every distance :math:`m` below the
     length, with :math:`\theta_i` the kind's frequencies (its scaling included, at that length).
@@ -161,7 +161,7 @@ class KindCheck:
     layers : tuple of int
         The indices of the layers of this kind.
     context : ContextCheck or None
-        Men et al.'s condition at the ``context`` length :func:`~posenc.check_config` was given, else None.
+        Xu et al.'s condition at the ``context`` length :func:`~posenc.check_config` was given, else None.
     """
 
     kind: LayerRotary
@@ -329,7 +329,7 @@ def check_config(config: object, *, context: int | None = None, model_type: str 
         ``config.json``, or a transformers config object. A composite configuration whose top level has no
         rotary keys of its own (a vision-language model) is read through its ``text_config``.
     context : int or None, default None
-        A context length :math:`N \ge 2`: each rotating one-axis kind is checked against Men et al.'s condition
+        A context length :math:`N \ge 2`: each rotating one-axis kind is checked against Xu et al.'s condition
         on the base at :math:`N` positions (its scaling at that length included), and :math:`N` against the
         declared context and the length the scaling was made for.
     model_type : str or None, default None
@@ -449,7 +449,7 @@ def _json_value(value: object) -> Any:
     return value
 
 
-# --- Men et al.'s condition -----------------------------------------------------------------------------------
+# --- Xu et al.'s condition -----------------------------------------------------------------------------------
 
 
 def _frequencies_at(kind: LayerRotary, length: int) -> np.ndarray:
@@ -458,7 +458,7 @@ def _frequencies_at(kind: LayerRotary, length: int) -> np.ndarray:
 
 
 def _condition(kind: LayerRotary, length: int, window: bool = False) -> ContextCheck | None:
-    """Men et al.'s condition for ``kind`` at ``length`` positions (None for a layer without attention); ``window``:
+    """Xu et al.'s condition for ``kind`` at ``length`` positions (None for a layer without attention); ``window``:
     ``length`` is the sliding window, the farthest a sliding layer looks back, not the context."""
     within = f" (a sliding layer looks back {length} positions at most: checked at its window)" if window else ""
     if not kind.rotates:
@@ -473,7 +473,7 @@ def _condition(kind: LayerRotary, length: int, window: bool = False) -> ContextC
     first = _first_negative(theta, length, kind.head_dim)
     if first is None:
         meaning = (
-            f"B_m >= 0 at every distance m < {length}: by Men et al.'s criterion a key similar to the query still "
+            f"B_m >= 0 at every distance m < {length}: by Xu et al.'s criterion a key similar to the query still "
             f"scores above a random one, in expectation, at every distance it attends to{within}"
         )
         return ContextCheck(length, True, None, meaning)
@@ -481,7 +481,7 @@ def _condition(kind: LayerRotary, length: int, window: bool = False) -> ContextC
         meaning = f"a sum B_m comes within rounding of zero below {length}: its sign cannot be told"
         return ContextCheck(length, None, None, meaning)
     meaning = (
-        f"B_m < 0 first at distance m = {first}: there, by Men et al.'s criterion, a key similar to the query "
+        f"B_m < 0 first at distance m = {first}: there, by Xu et al.'s criterion, a key similar to the query "
         "can score below a random one in expectation. This base does not meet the condition for this context "
         f"(chapter 12 shows which bases do, and that the answer flickers with the base){within}"
     )
@@ -865,7 +865,7 @@ def _context_condition(rotating: list[KindCheck]) -> list[CheckWarning]:
         if kind.context is not None
     ]
     message = (
-        "Men et al.'s condition fails: "
+        "Xu et al.'s condition fails: "
         + "; ".join(parts)
         + ". At such distances, by their criterion, a key similar to the query can score below a random one in "
         "expectation: the base does not meet the condition for this context."

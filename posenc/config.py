@@ -42,7 +42,7 @@ from posenc._families import (
     LayerPattern,
     mrope_axes_of_pairs,
 )
-from posenc._rope import DEFAULT, RopeScaling, check_base_agrees, inverse_frequencies
+from posenc._rope import DEFAULT, RopeScaling, check_base_agrees, check_head_dim, inverse_frequencies
 from posenc._validation import ROTARY_LAYOUTS, RotaryLayout, check_choice, check_int, check_real, is_int, is_real
 from posenc.multiaxis import rotate_multiaxis
 from posenc.rotary import rotate
@@ -308,6 +308,7 @@ class LayerRotary:
             return
         check_int(self.rotary_dim, "rotary_dim", minimum=2, maximum=self.head_dim, even=True)
         check_int(self.rotary_offset, "rotary_offset", minimum=0, maximum=self.head_dim - self.rotary_dim)
+        check_head_dim(self.rotary_dim, self.scaling, "rotary_dim")  # LongRoPE's lists: one entry per rotated pair
         if self.scaling.partial_rotary_factor != 1.0 and self.scaling.rope_type != "proportional":
             raise ValueError(
                 "scaling.partial_rotary_factor must be 1.0 in a LayerRotary: rotary_dim says how many features "
@@ -737,8 +738,14 @@ def _read(config: object, model_type: str | None) -> RotaryPlan:
                 f"config[{switch!r}] = {reader.get(switch)!r}: {family.source} adds absolute position embeddings and "
                 f"rotates nothing unless it is {value!r}"
             )
+        if family.switch_off == "alibi":
+            raise ValueError(
+                f"config[{switch!r}] = {reader.get(switch)!r}: {family.source} adds ALiBi biases to the logits and "
+                f"rotates nothing unless it is {value!r} (posenc.alibi_bias computes such biases)"
+            )
         # Granite 4.0-H builds its rotary embedding only for position_embedding_type "rope" (its checkpoints say
-        # "nope", its class None): every attention layer then runs unrotated, whatever the rope dict says
+        # "nope", its class None), Zamba2 only for use_mem_rope true (its class's default is false): every
+        # attention layer then runs unrotated, whatever the rope dict says
         rope = None
     n_layers = _n_layers(reader, family, layer_types)
     max_positions = reader.get("max_position_embeddings")
@@ -770,6 +777,7 @@ def _read(config: object, model_type: str | None) -> RotaryPlan:
         if key not in cache:
             if rotates:
                 assert isinstance(layer_dict, dict)
+                _check_layer_truncate(rope, nested, layer_dict, where)
                 cache[key] = _read_layer(reader, view, family, layer_dict, where, layer_type, max_positions)
             else:
                 head_dim = dims[0] if dims else _head_dim(view, family)
@@ -1058,6 +1066,13 @@ def _layer_count(reader: _Config, family: Family) -> int | None:
     if reader.is_dict and family.derived == "longcat" and reader.get("num_layers") is not None:
         # LongCat-Flash's num_hidden_layers is a property, 2 * num_layers: two attentions per layer
         return 2 * check_int(reader.get("num_layers"), "config['num_layers']", minimum=1)
+    if reader.is_dict and family.derived == "hrm" and reader.get("num_layers_per_stack") is None:
+        # HRM's __post_init__: a file without num_layers_per_stack gives the count of one stack as
+        # num_hidden_layers, which becomes num_layers_per_stack * H_cycles * (L_cycles + 1), a cache layer per call
+        per_stack = check_int(reader.get("num_hidden_layers"), "config['num_hidden_layers']", minimum=1)
+        h_cycles = check_int(reader.get("H_cycles"), "config['H_cycles']", minimum=1)
+        l_cycles = check_int(reader.get("L_cycles"), "config['L_cycles']", minimum=0)
+        return per_stack * h_cycles * (l_cycles + 1)
     for key in family.layer_count_keys:
         value = reader.get(key)
         if value is not None:
@@ -1139,6 +1154,26 @@ def _rotates(reader: _Config, family: Family, layer_dict: object, layer_type: st
     raise AssertionError(rule)
 
 
+def _check_layer_truncate(
+    rope: Mapping[str, Any] | None, nested: list[str], layer_dict: Mapping[str, Any], where: str
+) -> None:
+    """transformers 5.23 reads YaRN's ``truncate`` from the top level of ``rope_parameters``
+    (``_compute_yarn_parameters``: ``config.rope_parameters.get("truncate", True)``), not from a layer type's dict: a
+    layer dict whose ``truncate`` differs from that is refused, naming the key, rather than read either way."""
+    if not nested or rope is None or "truncate" not in layer_dict:
+        return
+    if layer_dict.get("rope_type", layer_dict.get("type")) != "yarn":
+        return
+    used = rope.get("truncate", True)
+    if layer_dict["truncate"] != used:
+        raise ValueError(
+            f"{where}['truncate'] = {layer_dict['truncate']!r}: transformers 5.23 reads YaRN's truncate from the top "
+            f"level of rope_parameters (modeling_rope_utils._compute_yarn_parameters), not from a layer type's dict, "
+            f"so its model uses truncate = {used!r} for these layers; posenc refuses rather than read the key either "
+            "way"
+        )
+
+
 def _read_layer(
     reader: _Config,
     layer: _Config,
@@ -1191,6 +1226,25 @@ def _read_layer(
         alpha = check_real(family_values["alpha"], f"{where}['alpha']", above=0.0)
         base = base * alpha ** (config_head_dim / (config_head_dim - 2))
         parameters = {"rope_type": "default", "rope_theta": base}
+    given_type = parameters.get("rope_type", parameters.get("type", "default"))
+    if given_type in dict(family.rope_type_aliases):
+        # Phi-3's convert_rope_params_to_dict: the legacy "su" and "yarn" are LongRoPE (a YaRN reading would be
+        # a rotation transformers never computes). It renames them after standardize_rope_params, which moves a
+        # top-level original_max_position_embeddings into the dict for "yarn" but not for "su": transformers 5.23
+        # then fails on such an "su" dict (KeyError: original_max_position_embeddings)
+        if given_type == "su" and "original_max_position_embeddings" not in parameters:
+            raise ValueError(
+                f"{where}['rope_type'] = 'su' without {where}['original_max_position_embeddings']: "
+                f"{family.defaults.config_class} reads 'su' as 'longrope' but does not take the top-level "
+                "original_max_position_embeddings for it, so transformers refuses this config; write 'longrope'"
+            )
+        parameters = {key: value for key, value in parameters.items() if key not in ("rope_type", "type")}
+        parameters["rope_type"] = dict(family.rope_type_aliases)[given_type]
+    if family.rope_types and parameters.get("rope_type", parameters.get("type", "default")) not in family.rope_types:
+        raise ValueError(
+            f"{where}['rope_type'] = {given_type!r}: {family.defaults.config_class} accepts only "
+            f"{list(family.rope_types)}, so transformers refuses this config"
+        )
     scaling = RopeScaling.from_dict(
         parameters,
         max_position_embeddings=max_positions,
@@ -1212,10 +1266,12 @@ def _read_layer(
     if family.rotary == "mla":
         nope_dim, rope_dim = _mla_dims(layer)[1:]
         if rotary_dim != rope_dim:
+            summed = config_head_dim == nope_dim + rope_dim  # (Mistral 4's head_dim: the two widths' sum)
             raise ValueError(
                 f"config['qk_rope_head_dim'] = {rope_dim} but the rotary width transformers computes, "
                 f"int(head_dim * partial_rotary_factor) = int({config_head_dim} * {scaling.partial_rotary_factor}), "
                 f"is {rotary_dim}"
+                + (f" (head_dim = qk_nope_head_dim + qk_rope_head_dim = {nope_dim} + {rope_dim})" if summed else "")
             )
         head_dim, offset = nope_dim + rope_dim, nope_dim
     elif family.rotary == "last":

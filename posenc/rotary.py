@@ -280,8 +280,8 @@ def rotate(
     Returns
     -------
     rotated : (..., seq, head_dim) ndarray of float64
-        Pair ``i`` of row ``r``, :math:`(a, b)`, becomes
-        :math:`(a\cos\phi - b\sin\phi,\; a\sin\phi + b\cos\phi)` with :math:`\phi` =
+        Pair ``i`` of row ``r``, :math:`(a, b)`, becomes the pair :math:`a\cos\phi - b\sin\phi` and
+        :math:`a\sin\phi + b\cos\phi` with :math:`\phi` =
         ``positions[r] * rotary_frequencies(rotary_dim, ...)[i]``; features from ``rotary_dim`` on are
         copied.
 

@@ -61,7 +61,12 @@ def stick_breaking_weights(
 
         A_{ij} = \beta_{ij} \prod_{j < k < i} (1 - \beta_{ik}), \qquad o_i = \sum_{j < i} A_{ij} v_j,
 
-    computed in log space, :math:`\log A_{ij} = \log \sigma(z_{ij}) + \sum_{j<k<i} \log \sigma(-z_{ik})`,
+    computed in log space,
+
+    .. math::
+
+        \log A_{ij} = \log \sigma(z_{ij}) + \sum_{j<k<i} \log \sigma(-z_{ik}),
+
     since :math:`1 - \sigma(z) = \sigma(-z)`. The authors' reference code (``sb_ref.py`` and
     ``tests/test_attn.py`` of github.com/shawntan/stickbreaking-attention) excludes :math:`j = i` unless
     ``attend_current`` and adds the remainder :math:`1 - \sum_j A_{ij} = \prod_{j<i} (1 - \beta_{ij})` times

@@ -81,9 +81,10 @@ def _code(path: Path) -> str:
 
 
 def source_digest() -> str:
-    """SHA-256 of :data:`SOURCES`' code, comments, formatting, docstrings and ``assert`` statements left out: a
-    table made before a change to a chapter's prose, its hidden asserts, a comment or a docstring is still
-    current; one made before a change to what is trained or measured is not."""
+    """SHA-256 of :data:`SOURCES`' code, comments, formatting and docstrings left out and each ``assert`` replaced
+    by a placeholder: a table made before a change to a chapter's prose, the condition of a hidden assert, a
+    comment or a docstring is still current; one made before a change to what is trained or measured, or before
+    an assert is added or removed, is not."""
     digest = hashlib.sha256()
     for name in SOURCES:
         digest.update(name.encode() + b"\0" + _code(ROOT / name).encode() + b"\0")
@@ -121,11 +122,11 @@ CLAIMS: dict[str, list[Bound]] = {
         Bound("claim-32: at 32 - order1", below=0.0),
         Bound("claim-32: at 32 - floor", above=0.0),
         Bound("claim-32: learned, none - the rest", above=0.0),
-        # the shuffle: rotary and ALiBi lose more than half a nat, sinusoidal more than 0.1, learned and NoPE
+        # the shuffle: rotary and ALiBi lose more than half a nat, sinusoidal more than 0.05, learned and NoPE
         # between 0.025 and 0.2 (T5's loss varies too much between seeds for a bound)
         Bound("shuffle: rotary", above=0.5),
         Bound("shuffle: alibi", above=0.5),
-        Bound("shuffle: sinusoidal", above=0.1),
+        Bound("shuffle: sinusoidal", above=0.05),  # (0.1: 3.0 spreads on seeds 0-8, review E)
         Bound("shuffle: learned", above=0.025, below=0.2),
         Bound("shuffle: none", above=0.025, below=0.2),
         # at the 33rd symbol: a gain of 0.1 to 0.2 nats over the current symbol, of which 20 % to 80 % survives
@@ -140,7 +141,8 @@ CLAIMS: dict[str, list[Bound]] = {
         Bound("claim-256: mean sinusoidal - none", above=0.0),
         # one draw, position by position
         Bound("position: one-draw alibi", below=0.1),
-        Bound("position: rise alibi", above=0.05, below=0.15),
+        # (0.15 above: seeds 9-11 put it at 2.86 spreads of margin, review E)
+        Bound("position: rise alibi", above=0.05, below=0.2),
         Bound("position: one-draw none", above=0.15, below=0.35),
         Bound("position: rise none", above=0.2, below=0.4),
         Bound("position: one-draw sinusoidal, rotary", above=0.3),
@@ -189,9 +191,10 @@ CLAIMS: dict[str, list[Bound]] = {
         Bound("pi-run: finetuned interpolated short - trained", above=0.05),
     ],
     "12": [
-        # "trained, every head puts more than half its usage in the three fastest pairs ... and more than any
-        # head of the same model did before training"; "the five slower pairs share less than 0.35"
-        Bound("base-52: trained fast share, lowest head", above=0.5),
+        # "trained, every head puts more than 0.4 of its usage in the three fastest pairs ... and more than any
+        # head of the same model did before training"; "the five slower pairs share less than 0.35" (0.5, the
+        # seed shown's bound: 3.2 spreads on seeds 0-8 and 2.86 with seeds 9-11, review E)
+        Bound("base-52: trained fast share, lowest head", above=0.4),
         Bound("base-52: trained lowest head - untrained highest head", above=0.0),
         Bound("base-52: trained fast share, mean", above=0.65),
         Bound("base-52: most used fast pair - most used slow pair", above=0.0),
@@ -221,6 +224,10 @@ def _jsonable(value):
     return array.tolist()
 
 
+SEED_RUNS = {"read from the cache": 0}
+"""How many (chapter, seed) runs :func:`measure_chapter` read from ``--cache`` instead of measuring them."""
+
+
 def measure_chapter(number: str, seeds, cache: Path | None = None) -> dict[str, list]:
     """``{quantity: [value on each seed]}`` for every number chapter ``number``'s claims read, seed by seed."""
     _, read, _ = CHAPTERS[number]()
@@ -229,6 +236,7 @@ def measure_chapter(number: str, seeds, cache: Path | None = None) -> dict[str, 
         stored = None if cache is None else cache / f"{number}-seed{seed}.json"
         if stored is not None and stored.exists():
             numbers = json.loads(stored.read_text())
+            SEED_RUNS["read from the cache"] += 1
         else:
             start = time.perf_counter()
             numbers = {k: _jsonable(v) for k, v in read(chapter_namespace(number, seed=seed)).items()}
@@ -264,8 +272,14 @@ def _cpu() -> str:
     return platform.processor() or platform.machine()
 
 
-def report(checks: dict[str, SeedCheck], seconds: float, digest: str) -> str:
-    """The committed table: a header (date, machine, versions, run time, source digest), then every claim."""
+def report(checks: dict[str, SeedCheck], seconds: float, digest: str, cached: int = 0) -> str:
+    """The committed table: a header (date, machine, versions, run time, source digest), then every claim.
+
+    ``cached``: how many (chapter, seed) runs were read from ``--cache`` (written by an earlier run, whose source
+    digest must be this one) rather than measured; the run time then says so."""
+    run_time = f"{seconds / 60:.1f} min"
+    if cached:
+        run_time += f" ({cached} chapter-seed runs read from the cache an earlier run of this source digest wrote)"
     today = datetime.datetime.now(datetime.timezone.utc).date().isoformat()
     lines = [
         "# Seed-level claims over nine seeds",
@@ -279,7 +293,7 @@ def report(checks: dict[str, SeedCheck], seconds: float, digest: str) -> str:
         f"- seeds: {', '.join(map(str, SEEDS))}",
         f"- machine: {_cpu()}, {os.cpu_count()} logical CPUs, load average {os.getloadavg()[0]:.1f} at the end",
         f"- versions: {_versions()}",
-        f"- run time: {seconds / 60:.1f} min",
+        f"- run time: {run_time}",
         f"- source digest: {digest}",
         "",
     ]
@@ -308,7 +322,7 @@ def main() -> int:
         print(f"\n=== chapter {number}\n{checks[number].table()}", flush=True)
     failed = [number for number, check in checks.items() if not check.passed]
     if not args.chapters:
-        args.out.write_text(report(checks, time.perf_counter() - start, digest))
+        args.out.write_text(report(checks, time.perf_counter() - start, digest, SEED_RUNS["read from the cache"]))
         print(f"wrote {args.out}")
     print("chapters with a claim that does not hold over the seeds:", failed or "none")
     return 1 if failed else 0

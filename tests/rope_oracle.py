@@ -54,6 +54,9 @@ import posenc
 
 EPS32 = 2.0**-24
 
+NO_ATTENTION = ("linear_attention", "conv", "mamba")
+"""Layer types without softmax attention (posenc._families.NO_ATTENTION_TYPES): the probe sees none of them."""
+
 PROBE = "posenc_oracle_probe"
 """The name the probe's attention function is registered under in transformers' ``AttentionInterface``."""
 
@@ -93,6 +96,8 @@ _SMALL_INTS = {
     "linear_num_value_heads": 2,
     "linear_key_head_dim": 16,
     "linear_value_head_dim": 16,
+    "linear_num_heads": 2,
+    "linear_head_dim": 16,
     "ffn_dim": 16,
     "decoder_ffn_dim": 16,
     "encoder_ffn_dim": 16,
@@ -178,9 +183,11 @@ def shrink(
         for key in _HIDDEN_KEYS:
             if isinstance(value_of(key), int):
                 out[name(key)] = width
+    new_heads = value_of("num_attention_heads")
     for key in _KV_HEAD_KEYS:
-        if isinstance(value_of(key), int):
-            out[name(key)] = 1
+        value = value_of(key)
+        if isinstance(value, int):  # as many as the heads where the model had as many (multi-head), else 1 or 2
+            out[name(key)] = new_heads if value == n_heads and isinstance(new_heads, int) else min(value, 2)
     for key, small in _SMALL_INTS.items():
         value = value_of(key)
         if isinstance(value, int) and not isinstance(value, bool) and value > small:
@@ -195,9 +202,17 @@ def shrink(
             out[key] = 0
         elif key.endswith("_token_id") and isinstance(value, list):
             out[key] = [0]
+    expand, mamba_heads = value_of("mamba_expand"), value_of("mamba_n_heads")
+    if isinstance(expand, int) and isinstance(mamba_heads, int) and isinstance(value_of("hidden_size"), int):
+        # Granite 4.0-H and its kin: the Mamba heads' width follows the (scaled) hidden size
+        out[name("mamba_d_head")] = max(1, expand * value_of("hidden_size") // mamba_heads)
+        out[name("mamba_n_heads")] = expand * value_of("hidden_size") // out[name("mamba_d_head")]
     n_layers = value_of("num_hidden_layers")
     if max_layers is not None and isinstance(n_layers, int) and n_layers > max_layers:
         out[name("num_hidden_layers")] = max_layers
+        # HRM saves (num_hidden_layers, num_layers_per_stack) as (cycles x stack, stack): without the second the
+        # capped count is read as one stack's, as from a legacy file (kept, it would contradict the first)
+        out.pop("num_layers_per_stack", None)
         for key, value in list(out.items()):
             if isinstance(value, list) and len(value) == n_layers:
                 out[key] = value[:max_layers]
@@ -477,7 +492,9 @@ class _SeenCache:
 
 
 def _attention_modules(model: Any) -> list[Any]:
-    return [module for module in model.modules() if type(module).__name__.endswith("Attention")]
+    """The model's attention modules, by class name: ``...Attention``, and LongCat-Flash's ``LongcatFlashMLA``
+    (without it, no rotation was recorded for LongCat's layers and its de-interleaved output read as halves)."""
+    return [module for module in model.modules() if type(module).__name__.endswith(("Attention", "MLA"))]
 
 
 def positions_of(config: Any) -> tuple[int, ...]:
@@ -630,6 +647,7 @@ class Finding:
     ``order``: how the features were numbered.
     """
 
+    blind: bool
     index: int
     head_dim: int
     features: tuple[int, ...]
@@ -656,6 +674,9 @@ def _find(index: int, seen: Seen) -> Finding:
     q0, k0 = seen.q[0], seen.k[0]
     head_dim = q0.shape[-1]
     others = [p for p in sorted(seen.q) if p != 0]
+    blind = not (np.linalg.norm(q0) > 0 and np.linalg.norm(k0) > 0)
+    if blind:  # zero queries or keys at position 0 show no rotation: said by the finding, not read as NoPE
+        q0, k0 = q0 + 1.0, k0 + 1.0
     query_ratio = {p: float(np.linalg.norm(seen.q[p]) / np.linalg.norm(q0)) for p in others}
     key_ratio = {p: float(np.linalg.norm(seen.k[p]) / np.linalg.norm(k0)) for p in others}
     # the features that move once the norm ratios are taken out
@@ -670,7 +691,7 @@ def _find(index: int, seen: Seen) -> Finding:
     post_pairs, post_unpaired = _pairs(seen, post_features, query_ratio, key_ratio)
     angles = {0: np.zeros(len(post_pairs))}
     for p in others:
-        angles[p] = np.array([_angle(seen, p, a, b, query_ratio[p], key_ratio[p]) for a, b in post_pairs])
+        angles[p] = _angles(seen, p, post_pairs, query_ratio[p], key_ratio[p])
     pre, factor, order = _pre_order(seen, post_features)
     pairs = []
     for i, (a, b) in enumerate(post_pairs):
@@ -683,6 +704,7 @@ def _find(index: int, seen: Seen) -> Finding:
         values = np.abs(cos[cos != 0]) if np.any(cos != 0) else np.abs(cos)
         factor = float(np.median(values))
     return Finding(
+        blind,
         index,
         head_dim,
         tuple(sorted(pre[f] for f in post_features)),
@@ -711,11 +733,14 @@ def _pre_order(seen: Seen, moved: tuple[int, ...]) -> tuple[list[int], float | N
     if given.shape[0] != heads:
         return identity, None, f"as the attention receives them ({name}'s rows are not the query heads)"
     # where each returned feature lands in the head: the head's feature equal to it
+    columns: dict[bytes, list[int]] = {}
+    for i in range(head_dim):
+        columns.setdefault(q0[:, i].tobytes(), []).append(i)
     lands = {}
     for j in range(returned.shape[1]):
-        hits = np.flatnonzero(np.all(q0 == returned[:, j : j + 1], axis=0))
+        hits = columns.get(np.ascontiguousarray(returned[:, j]).tobytes(), [])
         if len(hits) == 1:
-            lands[j] = int(hits[0])
+            lands[j] = hits[0]
     offsets = {lands[j] - j for j in lands}
     if len(lands) != returned.shape[1] or len(offsets) != 1:
         return identity, None, f"as the attention receives them ({name}'s output is not a slice of the head)"
@@ -753,34 +778,43 @@ def _samples(seen: Seen, p: int, ratio_q: float, ratio_k: float) -> tuple[np.nda
 def _pairs(
     seen: Seen, features: tuple[int, ...], query_ratio: dict[int, float], key_ratio: dict[int, float]
 ) -> tuple[tuple[tuple[int, int], ...], tuple[int, ...]]:
-    """Pair each turning feature with the one whose sum of squares with it stays put at every position and row."""
+    """Pair each turning feature with the one whose sum of squares with it stays put at every position and row.
+
+    For a true pair (a, b), ``xp_a**2 - x0_a**2 = -(xp_b**2 - x0_b**2)`` in every row at every position: the vectors
+    of those changes are opposite, which one product of the normalised changes finds; each candidate is then held to
+    the sums themselves."""
     if not features:
         return (), ()
     idx = np.array(features)
-    worst = np.zeros((len(idx), len(idx)))
+    changes, sums = [], []
     for p in query_ratio:
         x0, xp = _samples(seen, p, query_ratio[p], key_ratio[p])
         a0, ap = x0[:, idx], xp[:, idx]
-        norm0 = a0[:, :, None] ** 2 + a0[:, None, :] ** 2
-        normp = ap[:, :, None] ** 2 + ap[:, None, :] ** 2
-        worst = np.maximum(worst, np.max(np.abs(normp - norm0) / (norm0 + 1e-12), axis=0))
-    np.fill_diagonal(worst, np.inf)
-    partner = np.argmin(worst, axis=1)
-    pairs, unpaired = [], []
-    for i, j in enumerate(partner):
-        if partner[j] == i and worst[i, j] < 1e-3:
-            if i < j:
-                pairs.append((int(idx[i]), int(idx[j])))
-        else:
-            unpaired.append(int(idx[i]))
-    return tuple(pairs), tuple(unpaired)
+        changes.append(ap**2 - a0**2)
+        sums.append(a0**2)
+    change = np.concatenate(changes)
+    size = np.linalg.norm(change, axis=0) + 1e-300
+    cosine = (change / size).T @ (change / size)
+    np.fill_diagonal(cosine, np.inf)
+    partner = np.argmin(cosine, axis=1)
+    start = np.concatenate(sums)
+    own = np.arange(len(idx))
+    before = start + start[:, partner]
+    kept = np.max(np.abs(change + change[:, partner]) / (before + 1e-12), axis=0) < 1e-3
+    good = (partner[partner] == own) & (cosine[own, partner] < -1 + 1e-3) & kept
+    pairs = tuple((int(idx[i]), int(idx[partner[i]])) for i in own if good[i] and i < partner[i])
+    return pairs, tuple(int(idx[i]) for i in own if not good[i])
 
 
-def _angle(seen: Seen, p: int, a: int, b: int, ratio_q: float, ratio_k: float) -> float:
+def _angles(seen: Seen, p: int, pairs: tuple[tuple[int, int], ...], ratio_q: float, ratio_k: float) -> np.ndarray:
+    """The angle each pair turns by from position 0 to p, from the sums over rows of its cross and dot products."""
+    if not pairs:
+        return np.zeros(0)
     x0, xp = _samples(seen, p, ratio_q, ratio_k)
-    cross = np.sum(x0[:, a] * xp[:, b] - x0[:, b] * xp[:, a])
-    dot = np.sum(x0[:, a] * xp[:, a] + x0[:, b] * xp[:, b])
-    return float(math.atan2(cross, dot))
+    a, b = np.array(pairs).T
+    cross = np.sum(x0[:, a] * xp[:, b] - x0[:, b] * xp[:, a], axis=0)
+    dot = np.sum(x0[:, a] * xp[:, a] + x0[:, b] * xp[:, b], axis=0)
+    return np.arctan2(cross, dot)
 
 
 # --- posenc's plan held against the findings ------------------------------------------------------------------------
@@ -828,6 +862,8 @@ def compare(
     for p, error in observation.failed.items():
         if served is None or p < served:  # (beyond the served context, a table of that length may end: GPT-J's)
             problems.append(f"transformers fails at position {p}: {error}")
+    if not findings and not observation.failed and all(layer.layer_type in NO_ATTENTION for layer in plan.layers):
+        return problems  # no attention layer at all (Granite 4.0-H's default: every layer Mamba), as posenc says
     if not findings:
         failed = "; ".join(f"at {p}: {error}" for p, error in observation.failed.items())
         reason = f" (transformers failed {failed})" if failed else ""
@@ -842,6 +878,8 @@ def compare(
 
 
 def _compare_layer(layer: posenc.LayerRotary, found: Finding, plain_scales: tuple[float, ...]) -> list[str]:
+    if found.blind:
+        return ["its queries or keys are zero at position 0: the probe sees nothing of its rotation"]
     problems = []
     if layer.head_dim != found.head_dim:
         return [f"head of {found.head_dim} features, posenc says {layer.head_dim}"]

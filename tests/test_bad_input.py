@@ -744,7 +744,7 @@ BAD_CALLS = {
     "bucket check one bucket": Bad(lambda: assert_t5_buckets_in_range(print, num_buckets=1), ValueError, "num_buckets"),
     "exact bucket check of None": Bad(lambda: assert_t5_buckets_exact(None), TypeError, "bucket_fn"),
     "boundaries of float positions": Bad(lambda: t5_float32_boundaries([1.5]), TypeError, "relative_position"),
-    # Men et al.'s condition on a head's frequencies
+    # Xu et al.'s condition on a head's frequencies
     "condition frequencies 2-D": Bad(lambda: base_condition_holds(np.ones((2, 4)), 16), ValueError, "frequencies"),
     "condition frequencies empty": Bad(lambda: base_condition_sum([], 16), ValueError, "frequencies"),
     "condition frequencies of str": Bad(lambda: base_condition_error("1.0", 16), TypeError, "frequencies"),

@@ -1,4 +1,4 @@
-"""posenc_book.base_bound: Men et al.'s sum, the condition, chapter 12's first grid base and grid band, and
+"""posenc_book.base_bound: Xu et al.'s sum, the condition, chapter 12's first grid base and grid band, and
 the bound that proves the condition above a base.
 
 ``cosine_sum`` and ``condition_holds`` compute the sum blockwise as a matrix product; here they are compared

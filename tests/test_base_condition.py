@@ -1,4 +1,4 @@
-"""posenc.base_condition: Men et al.'s cosine sum over a head's frequencies, its error bound and its sign.
+"""posenc.base_condition: Xu et al.'s cosine sum over a head's frequencies, its error bound and its sign.
 
 The blockwise sum is compared with the sum of the cosines of the float64 angles taken directly, one cosine at a
 time, within a quarter of its error bound; the condition is checked to flip exactly where the direct sum first

@@ -291,6 +291,11 @@ def test_truncate():
     data = published_dict("google__gemma-4-E2B-it")
     yarn = published_dict("openai__gpt-oss-20b")["rope_scaling"]
     data["text_config"]["rope_parameters"]["full_attention"] = {**yarn, "rope_theta": 1000000.0}
+    # transformers reads truncate from the top of rope_parameters only: posenc refuses the layer's false (it read it
+    # silently before, tests/config_sweep.py found Beam's case), and warns where the layer's value is the one used
+    with pytest.raises(ValueError, match=r"\['full_attention'\]\['truncate'\] = False"):
+        check_config(copy.deepcopy(data))
+    data["text_config"]["rope_parameters"]["full_attention"]["truncate"] = True
     (warning,) = [w for w in check_config(data).warnings if w.code == "truncate"]
     assert "per-layer-type dict ['full_attention']" in warning.message
 
@@ -371,7 +376,7 @@ def test_context_beyond_declared():
 
 
 def test_context_condition_fails_for_llama_2_and_holds_for_llama_3_2():
-    """Chapter 12: base 10000 fails Men et al.'s condition at 4096 positions for a head of 128, and the first
+    """Chapter 12: base 10000 fails Xu et al.'s condition at 4096 positions for a head of 128, and the first
     failing distance is the first m where the direct sum of cosines of the float64 angles is negative."""
     report = check_config(published("meta-llama__Llama-2-7b-hf"), context=4096)
     (kind,) = report.kinds

@@ -504,6 +504,126 @@ def test_granite_4_h_rotates_only_when_position_embedding_type_is_rope(flag):
     assert {rope_oracle.find(rope_oracle.observe(built))[1].rotates} == {flag == "rope"}
 
 
+ZAMBA2 = dict(
+    model_type="zamba2",
+    hidden_size=64,
+    num_attention_heads=2,
+    num_hidden_layers=4,
+    layers_block_type=["mamba", "hybrid", "mamba", "hybrid"],
+)
+"""A tiny Zamba2: Mamba layers and hybrid ones, whose shared attention block rotates only with ``use_mem_rope``."""
+
+
+@pytest.mark.parametrize("flag", [True, False, "absent"])
+def test_zamba2_rotates_only_when_use_mem_rope_is_true(flag):
+    """Zamba2Model builds its rotary embedding, and its attention rotates, only when ``use_mem_rope`` is true; the
+    class's default is false (review F found posenc rotating it at the defaults). The tiny model and posenc's plan
+    agree, read from the dict and from the config object."""
+    raw = copy.deepcopy(ZAMBA2)
+    if flag != "absent":
+        raw["use_mem_rope"] = flag
+    plan = RotaryPlan.from_config(copy.deepcopy(raw))
+    hybrid = [layer for layer in plan.layers if layer.layer_type == "hybrid"]
+    assert len(hybrid) == 2 and {layer.rotates for layer in hybrid} == {flag is True}
+    assert plan.layers == RotaryPlan.from_config(transformers_config(raw)).layers
+    built, differences = rope_oracle.check(raw)
+    assert differences == []
+    assert {finding.rotates for finding in rope_oracle.find(rope_oracle.observe(built)).values()} == {flag is True}
+
+
+def test_falcon_with_alibi_is_refused_naming_the_key():
+    """FalconModel adds ALiBi biases when ``alibi`` is true, and its attention then rotates nothing: posenc refuses
+    such a config, naming the key, instead of planning a rotation; with ``alibi`` false both rotate every layer."""
+    from transformers import FalconConfig, FalconModel
+
+    raw = dict(model_type="falcon", hidden_size=64, num_attention_heads=2, num_hidden_layers=2, alibi=True)
+    assert FalconModel(FalconConfig.from_dict({k: v for k, v in raw.items() if k != "model_type"})).use_alibi
+    with pytest.raises(ValueError, match=r"config\['alibi'\] = True"):
+        RotaryPlan.from_config(copy.deepcopy(raw))
+    with pytest.raises(ValueError, match="alibi"):
+        RotaryPlan.from_config(transformers_config(raw))
+    plain = {**raw, "alibi": False}
+    assert {layer.rotates for layer in RotaryPlan.from_config(copy.deepcopy(plain)).layers} == {True}
+    assert rope_oracle.check(plain)[1] == []
+
+
+def test_longrope_lists_for_another_width_are_refused_when_read():
+    """Phi-3-mini-128k's published LongRoPE lists hold 48 divisors, one per pair of its 96 features; with
+    ``partial_rotary_factor`` 0.5 added, transformers refuses the config (the lists must have 24 entries). posenc
+    refuses it when it reads it, naming the lists (review F found a plan returned and a broadcast error later)."""
+    raw = corpus_file("microsoft__Phi-3-mini-128k-instruct.json")
+    assert {kind.rotary_dim for kind in RotaryPlan.from_config(copy.deepcopy(raw)).kinds} == {96}
+    halved = {**raw, "partial_rotary_factor": 0.5}
+    with pytest.raises(ValueError, match=r"short_factor.*48 pairs.*got 48 rotated features"):
+        RotaryPlan.from_config(copy.deepcopy(halved))
+    with pytest.raises(Exception, match="short_factor field must have length 24, got 48"):  # transformers' own error
+        transformers_config(halved)
+
+
+@pytest.mark.parametrize("rope_type", ["su", "su (its length in the dict)", "yarn", "linear", "dynamic"])
+def test_phi3_reads_legacy_rope_types_as_transformers_does(rope_type):
+    """Phi3Config renames the legacy types "su" and "yarn" to "longrope" and refuses any type but "default" and
+    "longrope" (review F, F4: posenc read a YaRN or linear plan that transformers never computes). On
+    Phi-3-mini-128k's published file with its type changed: the renamed ones give the file's own plan, read from
+    the dict and from transformers' object alike; the others are refused by both, posenc naming the key. "su"
+    with the file's top-level original_max_position_embeddings fails in transformers 5.23 (the rename comes after
+    the step that moves that key into the dict for "yarn"), and posenc refuses it too."""
+    raw = corpus_file("microsoft__Phi-3-mini-128k-instruct.json")
+    published = RotaryPlan.from_config(copy.deepcopy(raw))
+    scaling = raw["rope_scaling"]
+    scaling.pop("type", None)
+    scaling["rope_type"] = rope_type.split()[0]
+    if rope_type.startswith("su ("):
+        scaling["original_max_position_embeddings"] = raw["original_max_position_embeddings"]
+    if rope_type == "su":
+        with pytest.raises(ValueError, match=r"'su' without .*original_max_position_embeddings"):
+            RotaryPlan.from_config(copy.deepcopy(raw))
+        with pytest.raises(KeyError, match="original_max_position_embeddings"):  # transformers' own error
+            transformers_config(raw)
+    elif rope_type.startswith(("su", "yarn")):
+        plan = RotaryPlan.from_config(copy.deepcopy(raw))
+        assert plan.layers == published.layers
+        assert plan.layers == RotaryPlan.from_config(transformers_config(raw)).layers
+    else:
+        scaling["factor"] = 4.0
+        with pytest.raises(ValueError, match=rf"\['rope_type'\] = '{rope_type}': Phi3Config accepts only"):
+            RotaryPlan.from_config(copy.deepcopy(raw))
+        with pytest.raises(Exception, match="type field must be one of"):  # transformers' own error
+            transformers_config(raw)
+
+
+def test_unlimited_ocr_derives_its_head_size_whatever_head_dim_says():
+    """UnlimitedOcrTextConfig's __post_init__ sets head_dim = hidden_size // num_attention_heads, overwriting a
+    head_dim the config gives (make check-configs found posenc reading the given one: "head of 16 features, posenc
+    says 128"). A config.json with another head_dim: posenc's plan is the one transformers' object gives."""
+    raw = dict(model_type="unlimited_ocr_text", hidden_size=256, num_attention_heads=4, num_hidden_layers=2)
+    given = {**raw, "head_dim": 128}
+    assert transformers_config(given).head_dim == 64
+    plan = RotaryPlan.from_config(copy.deepcopy(given))
+    assert {kind.head_dim for kind in plan.kinds} == {64}
+    assert plan.layers == RotaryPlan.from_config(transformers_config(given)).layers
+
+
+@pytest.mark.parametrize(
+    "given",
+    [
+        dict(num_hidden_layers=6),
+        dict(num_hidden_layers=6, H_cycles=1, L_cycles=2),
+        dict(num_hidden_layers=48, num_layers_per_stack=6),
+    ],
+    ids=["legacy", "legacy-cycles", "round-tripped"],
+)
+def test_hrm_has_a_layer_per_attention_call(given):
+    """HRM runs each stack's layers in cycles, with a cache layer per call: a config.json without
+    ``num_layers_per_stack`` (a legacy file) gives one stack's count as ``num_hidden_layers``, which HrmTextConfig
+    turns into ``num_layers_per_stack * H_cycles * (L_cycles + 1)``; a saved config gives both. posenc's plan has as
+    many layers as transformers' object says, read from the dict or from the object."""
+    raw = {"model_type": "hrm_text", **given}
+    theirs = transformers_config(raw)
+    plan = RotaryPlan.from_config(copy.deepcopy(raw))
+    assert len(plan.layers) == theirs.num_hidden_layers == len(RotaryPlan.from_config(theirs).layers)
+
+
 IGNORING_FAMILIES = ["llama", "mistral", "qwen2", "qwen3", "gemma", "mixtral"]
 
 
@@ -575,3 +695,25 @@ def test_hunyuans_dynamic_alpha_with_extra_keys_is_served_as_transformers_serves
     assert (kind.rotary_dim, kind.scaling.rope_type, kind.attention_factor) == (128, "default", 1.0)
     assert plan.layers == RotaryPlan.from_config(transformers_config(raw)).layers
     assert rope_oracle.check(raw)[1] == []
+
+
+def test_a_layer_types_yarn_truncate_transformers_does_not_read_is_refused():
+    """transformers 5.23 reads YaRN's ``truncate`` from the top level of ``rope_parameters``
+    (``_compute_yarn_parameters``: ``config.rope_parameters.get("truncate", True)``), not from a layer type's dict:
+    Beam's sliding layers with ``truncate: False`` get the rounded ramp. posenc read the layer's key and rotated pair
+    21 by 0.04859 rad at position 1, the model by 0.04696 (found by tests/config_sweep.py); it now refuses, naming the
+    key. A layer dict whose truncate is what transformers uses (true, or absent) still reads."""
+    from transformers import BeamConfig
+    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+
+    yarn = {"rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0, "original_max_position_embeddings": 2048}
+    rope = {"sliding_attention": {**yarn, "truncate": False, "beta_fast": 16.0}, "full_attention": None}
+    config = BeamConfig(rope_parameters=copy.deepcopy(rope))
+    # what transformers computes for the sliding layers: the ramp of truncate=True, whatever the layer's dict says
+    theirs, _ = ROPE_INIT_FUNCTIONS["yarn"](config, "cpu", layer_type="sliding_attention")
+    rounded = {**rope, "sliding_attention": {**rope["sliding_attention"], "truncate": True}}
+    plan = RotaryPlan.from_config({**config.to_dict(), "rope_parameters": rounded})
+    sliding = next(kind for kind in plan.kinds if kind.layer_type == "sliding_attention")
+    np.testing.assert_allclose(sliding.inverse_frequencies(), theirs.double().numpy(), rtol=1e-6)
+    with pytest.raises(ValueError, match=r"\['sliding_attention'\]\['truncate'\] = False"):
+        RotaryPlan.from_config({**config.to_dict(), "rope_parameters": copy.deepcopy(rope)})

@@ -76,6 +76,9 @@ def write_book(root: Path, *, with_notebook: bool, code="total = 1 + 1\nassert t
     local = tiny.get("sphinx", {}).get("local_extensions", {})
     for name, folder in local.items():  # the book's own extensions, from this repository (book/_ext)
         local[name] = str(ROOT / folder)
+    sphinx_config = tiny.get("sphinx", {}).get("config", {})
+    if "templates_path" in sphinx_config:  # the book's own templates, from this repository (book/_templates)
+        sphinx_config["templates_path"] = [str(ROOT / folder) for folder in sphinx_config["templates_path"]]
     root.mkdir(parents=True, exist_ok=True)
     (root / "_config.yml").write_text(yaml.safe_dump(tiny))
     for extra in tiny.get("sphinx", {}).get("config", {}).get("html_extra_path", []):

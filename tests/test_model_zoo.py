@@ -431,7 +431,9 @@ def test_the_census_sees_a_wrong_family_entry(zoo, monkeypatch):
 # --- What the attention classes do with it: NoPE layers and the latent attention's rotated features ------------
 
 ATTENTION = {
+    "AfmoeConfig": "AfmoeAttention",  # (found by tests/config_sweep.py: only its sliding layers rotate)
     "Cohere2Config": "Cohere2Attention",
+    "FlintConfig": "FlintAttention",  # (found by tests/config_sweep.py: only its sliding layers rotate)
     "Cohere2MoeConfig": "Cohere2MoeAttention",
     "Exaone4Config": "Exaone4Attention",
     "ExaoneMoeConfig": "ExaoneMoeAttention",

@@ -804,6 +804,30 @@ def test_words_broken_in_a_narrow_contents_column_fail_and_the_books_column_and_
     assert book_report.ok, book_report.failures
 
 
+PROSE_ENTRY = (
+    # 25 monospace columns: "Contextual positions (Co" (24) fits on the first line, the whole entry (27) does not
+    "<style>.bd-sidebar-secondary { width: 25ch; font: 12px monospace }</style>"
+    '<div class="bd-sidebar-secondary"><nav><a href="#one">Contextual positions (CoPE)</a><br>'
+    '<a href="#one"><code>posenc.nn.MultiAxisRotaryEmbedding</code></a></nav></div><article id="one">x</article>'
+)
+
+
+def test_a_prose_word_split_at_a_break_the_script_added_fails(tmp_path):
+    """name-breaks.js once split every CamelCase run, prose too: "(CoPE)" showed as "(Co" / "PE)" in the API
+    page's contents at 1280 px, and the check, which reads a text node at a time, saw two whole words. A break
+    added inside a word of prose now counts as a broken word; the book's script splits CamelCase in code only."""
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} is missing: install it with `apt-get install -y chromium` (see README.md)")
+    split = '<script>document.querySelector("nav a").innerHTML = "Contextual positions (Co<wbr>PE)"</script>'
+    (tmp_path / "split.html").write_text(page(PROSE_ENTRY + split))
+    (tmp_path / "name-breaks.js").write_text((REPOSITORY / "_static" / "name-breaks.js").read_text())
+    (tmp_path / "book.html").write_text(page(PROSE_ENTRY + '<script src="name-breaks.js"></script>'))
+    (tmp_path / "favicon.ico").write_bytes(PIXEL_PNG)
+    split_report, book_report = check_pages(tmp_path, ["split.html", "book.html"], phone_width=None)[0]
+    assert split_report.broken_words["the contents column at 1280 px"] == ["(CoPE)"], split_report.failures
+    assert book_report.broken_words["the contents column at 1280 px"] == [], book_report.failures
+
+
 # --- The book's name on a phone's first screen, and no fullscreen button ------------------------------------
 
 BOOK_TITLE = "Positional Encoding, Executed"

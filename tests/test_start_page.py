@@ -93,8 +93,8 @@ EVIDENCE = {
         "base $10^6$ can get the other base's angles.",
     ],
     "15_model_zoo": [
-        "reads the rotary settings of 227 of the 238 configuration classes in `transformers` 5.23 that rotate at "
-        "their defaults",
+        "reads the rotary settings of 227 of 238 configuration classes in `transformers` 5.23",
+        "the 236 whose defaults carry rope parameters, and GPT-J's and CodeGen's, which fix their rotation in code.",
         "the logits agree within $10^{-4}$.",
     ],
     "16_position_from_content": [
@@ -108,7 +108,8 @@ EVIDENCE = {
     "17_same_model_every_engine": [
         "Five engines and 25 model families make the matrix below. Three cells of the published files are red. "
         "mlx-lm rounds GPT-OSS's YaRN ramp",
-        "mlx-lm and vLLM give Phi-3.5 its long LongRoPE factors at every length, vLLM on purpose.",
+        "mlx-lm gives Phi-3.5 its long LongRoPE list at every length, on purpose, and so does vLLM when it serves "
+        "more than 4096 tokens",
         "built from the file the way its own loader builds it",
     ],
 }

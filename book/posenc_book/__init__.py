@@ -14,7 +14,7 @@ public API of :mod:`posenc` and :mod:`posenc.nn`. Each module serves the chapter
   Llama, compiled, FlexAttention, timings), and :mod:`posenc_book.host_reads`, the guard against reading a
   tensor's values on the host that it and ``tests/test_host_reads.py`` use;
 - :mod:`posenc_book.extrapolation`: a tiny causal language model trained short and tested long (chapter 9);
-- :mod:`posenc_book.base_bound`: the smallest rotary base at which Men et al.'s condition holds for a context
+- :mod:`posenc_book.base_bound`: the smallest rotary base at which Xu et al.'s condition holds for a context
   length, and the band above it (chapter 12);
 - :mod:`posenc_book.frequency_usage`: which rotary pairs a trained model uses, and p-RoPE (chapter 12);
 - :mod:`posenc_book.robustness`: training claims checked against a perturbation that stands in for another

@@ -1,6 +1,6 @@
-r"""Men et al.'s condition on the rotary base for a context length, searched on a grid of bases (chapter 12).
+r"""Xu et al.'s condition on the rotary base for a context length, searched on a grid of bases (chapter 12).
 
-Men et al. (2024) ask that, for a head of ``head_dim`` features with RoPE's frequencies
+Xu et al. (2024) ask that, for a head of ``head_dim`` features with RoPE's frequencies
 :math:`\theta_i = \text{base}^{-2i/d}`, the sum
 
 .. math:: B_{m,\theta} = \sum_{i=0}^{d/2-1} \cos(m\theta_i)
@@ -85,7 +85,7 @@ def _one_thread() -> contextlib.AbstractContextManager[object]:
 def cosine_sum(
     base: float, length: int, head_dim: int = 128, *, scaling: Mapping[str, object] | None = None
 ) -> NDArray[np.float64]:
-    r"""Men et al.'s sum :math:`B_{m,\theta} = \sum_i \cos(m\theta_i)` at every distance ``m < length``.
+    r"""Xu et al.'s sum :math:`B_{m,\theta} = \sum_i \cos(m\theta_i)` at every distance ``m < length``.
 
     :func:`posenc.base_condition_sum` for ``posenc.rotary_frequencies(head_dim, base=base, scaling=scaling)``,
     over all ``head_dim / 2`` pairs of the head: a scaling's ``partial_rotary_factor`` leaves pairs unrotated,
@@ -149,7 +149,7 @@ def sum_error(length: int, head_dim: int = 128) -> float:
 def condition_holds(
     base: float, length: int, head_dim: int = 128, *, scaling: Mapping[str, object] | None = None
 ) -> bool:
-    r"""Whether :math:`B_{m,\theta} \ge 0` at every distance ``m < length`` (Men et al.'s condition).
+    r"""Whether :math:`B_{m,\theta} \ge 0` at every distance ``m < length`` (Xu et al.'s condition).
 
     :func:`posenc.base_condition_holds` for ``posenc.rotary_frequencies(head_dim, base=base, scaling=scaling)``
     over all ``head_dim / 2`` pairs (unrotated pairs, with a ``partial_rotary_factor``, are frequency 0).
@@ -186,7 +186,7 @@ def condition_holds(
 
 @dataclass(frozen=True)
 class BaseBound:
-    r"""The first grid base that satisfies Men et al.'s condition for a length, and the grid's band above it.
+    r"""The first grid base that satisfies Xu et al.'s condition for a length, and the grid's band above it.
 
     Both are properties of :data:`GRID`: bases between its points may satisfy the condition below ``smallest``
     and fail it above ``band_end``.
@@ -250,7 +250,7 @@ def _base_bound(length: int, head_dim: int) -> BaseBound:
 
 
 def base_bound(length: int, head_dim: int = 128) -> BaseBound:
-    r"""The first base of :data:`GRID` at which Men et al.'s condition holds for ``length``, and the grid's band.
+    r"""The first base of :data:`GRID` at which Xu et al.'s condition holds for ``length``, and the grid's band.
 
     The condition, :math:`B_{m,\theta} = \sum_i \cos(m\theta_i) \ge 0` at every distance ``m < length``
     (:func:`condition_holds`), holds for every shorter length where it holds for a longer one, so the first
@@ -285,7 +285,7 @@ def base_bound(length: int, head_dim: int = 128) -> BaseBound:
 
     References
     ----------
-    Men et al., "Base of RoPE Bounds Context Length", arXiv:2405.14591 (2024).
+    Xu, Men et al., "Base of RoPE Bounds Context Length", NeurIPS 2024, arXiv:2405.14591.
 
     Examples
     --------
@@ -300,7 +300,7 @@ def base_bound(length: int, head_dim: int = 128) -> BaseBound:
 def grid_verdicts(
     length: int, low: float, high: float, head_dim: int = 128
 ) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
-    r"""Every base of :data:`GRID` in ``[low, high)``, and whether Men et al.'s condition holds there for ``length``.
+    r"""Every base of :data:`GRID` in ``[low, high)``, and whether Xu et al.'s condition holds there for ``length``.
 
     Reads :func:`base_bound`'s scan where it can: grid bases below its first holding base fail (it is the first),
     those of the scan above it fail exactly when they are in its ``failing``; the grid bases beyond the scan
@@ -380,7 +380,7 @@ def sum_floor(base: float, length: int, head_dim: int = 128) -> float:
 
 
 def sure_base(length: int, head_dim: int = 128) -> float:
-    r"""A base above which Men et al.'s condition holds at every base, from :func:`sum_floor`.
+    r"""A base above which Xu et al.'s condition holds at every base, from :func:`sum_floor`.
 
     Bisects :math:`\log_{10}` of the base for the point where :func:`sum_floor` exceeds :func:`sum_error`, to a
     relative :math:`10^{-9}`, and returns a base at which it does. Since the bound never falls as the base grows,

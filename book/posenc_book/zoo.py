@@ -34,6 +34,7 @@ __all__ = [
     "ROTATION_CALL",
     "ZooEntry",
     "census",
+    "config_sweep",
     "families_by_rope_type",
     "model_type_of",
     "posenc_rotation",
@@ -483,3 +484,37 @@ def posenc_rotation(model: object, plan: posenc.RotaryPlan) -> Iterator[None]:
             setattr(module, name, function)
         for hook in hooks:
             hook.remove()
+
+
+# --- The differential sweep's report ------------------------------------------------------------------------------
+
+SWEEP_REPORT = pathlib.Path(__file__).resolve().parent / "config_sweep.json"
+"""The committed report of ``make check-configs`` (tests/config_sweep.py)."""
+
+
+def config_sweep() -> dict[str, Any]:
+    """The differential sweep's report: every census class, each key its code reads changed one at a time.
+
+    The dict holds ``date``, ``transformers`` and ``torch`` (the versions it ran with), ``reading_code_sha256`` (the
+    hash of posenc's reading code it ran against), ``seconds``, ``summary`` (families, classes, keys, cases, and the
+    count of each verdict) and ``cases`` (one row each: family, config_class, key, change, verdict, detail).
+
+    Raises
+    ------
+    ValueError
+        If the report was made with other versions of transformers or PyTorch than those installed (tests/
+        test_config_sweep.py also refuses one made before a change to posenc's reading code).
+    """
+    import json
+
+    import torch
+    import transformers
+
+    report: dict[str, Any] = json.loads(SWEEP_REPORT.read_text())
+    installed = {"transformers": transformers.__version__, "torch": torch.__version__.split("+")[0]}
+    made = {key: report.get(key) for key in installed}
+    if made != installed:
+        raise ValueError(
+            f"{SWEEP_REPORT.name} was made with {made}, not the installed {installed}: run make check-configs"
+        )
+    return report

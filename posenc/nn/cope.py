@@ -98,8 +98,14 @@ class CoPE(nn.Module):
         Returns
         -------
         position_logits : (..., q_len, k_len) tensor
-            :math:`(p - \lfloor p \rfloor)\, q^\top e[\lceil p \rceil] + (1 - p + \lfloor p \rfloor)\, q^\top
-            e[\lfloor p \rfloor]` with :math:`p` from :meth:`positions`, of ``q``'s dtype. The authors add it to
+            With :math:`p` from :meth:`positions`, of ``q``'s dtype:
+
+            .. math::
+
+                (p - \lfloor p \rfloor)\, q^\top e[\lceil p \rceil]
+                + (1 - p + \lfloor p \rfloor)\, q^\top e[\lfloor p \rfloor].
+
+            The authors add it to
             :math:`q_i^\top k_j` before the scale (:meth:`logits`).
 
         Raises

@@ -108,7 +108,10 @@ class AttentionSink(nn.Module):
 
         Notes
         -----
-        :math:`\sum_j w_{ij} v_j = \sigma(\mathrm{lse}_i - s_h) \sum_j \operatorname{softmax}(z_i)_j v_j`,
+        .. math::
+
+            \sum_j w_{ij} v_j = \sigma(\mathrm{lse}_i - s_h) \sum_j \operatorname{softmax}(z_i)_j v_j,
+
         since the sink multiplies every weight of the row by
         :math:`e^{\mathrm{lse}_i} / (e^{\mathrm{lse}_i} + e^{s_h})`.
 

@@ -65,8 +65,13 @@ def stick_breaking_weights(
 
     Notes
     -----
-    Computed in log space, :math:`\log A_{ij} = \log\sigma(z_{ij}) + \sum_{j<k<i} \log\sigma(-z_{ik})`, with
-    the sum accumulated from the query's nearest key back (a reversed cumulative sum) in float32 or wider, as
+    Computed in log space,
+
+    .. math::
+
+        \log A_{ij} = \log\sigma(z_{ij}) + \sum_{j<k<i} \log\sigma(-z_{ik}),
+
+    with the sum accumulated from the query's nearest key back (a reversed cumulative sum) in float32 or wider, as
     in the authors' reference (``sb_ref.py`` of github.com/shawntan/stickbreaking-attention); see
     :func:`posenc.stick_breaking_weights`.
 

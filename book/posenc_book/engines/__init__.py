@@ -389,10 +389,20 @@ def pair_angle_errors(
 
 
 def with_rope_keys(case: Case, name: str, **keys: Any) -> Case:
-    """``case`` with ``keys`` set in its rope dict (``rope_scaling`` or ``rope_parameters``, whichever it has)."""
+    """``case`` with ``keys`` set in its rope dict (``rope_scaling`` or ``rope_parameters``, whichever it has).
+
+    A ``rope_parameters`` that holds one dict per layer type (transformers 5's Gemma 3) has no single dict to set
+    them in: a ``ValueError`` names the layer types rather than leaving the keys beside them, unread.
+    """
     config = copy.deepcopy(dict(case.config))
     target = config.get("rope_scaling") or config.get("rope_parameters")
     if not isinstance(target, dict):
         raise ValueError(f"{case.name} has no rope dict to change")
+    per_layer_type = sorted(key for key, value in target.items() if isinstance(value, dict))
+    if per_layer_type:
+        raise ValueError(
+            f"{case.name}'s rope dict holds one dict per layer type ({', '.join(per_layer_type)}); "
+            "with_rope_keys sets keys in a single rope dict"
+        )
     target.update(keys)
     return Case(name, case.model_id, config, case.source, case.covers, case.text_key, case.text_model_type)

