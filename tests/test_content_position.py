@@ -167,15 +167,19 @@ def test_every_claim_of_the_sweep_holds_and_is_the_code_s(sweep_data):
 
 
 def test_a_stale_sweep_file_is_refused(sweep_data, tmp_path):
-    # a copy of the sources that the committed file passes against, then planted: one source changed by one byte,
-    # a file from other pins, a file of other seeds
+    # a copy of the sources that the committed file passes against, then planted: one source given one more
+    # statement, a file from other pins, a file of other seeds; a changed docstring or comment is not a change
     for name in cp.SOURCES:
         target = tmp_path / name
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes((ROOT / name).read_bytes())
     assert_sweep_is_current(sweep_data, tmp_path)
     source = tmp_path / cp.SOURCES[0]
-    source.write_bytes(source.read_bytes() + b"\n")
+    text = source.read_text(encoding="utf-8")
+    documented = text.replace('"""', '"""Reworded. ', 1) + "\n# a comment\n"
+    source.write_text(documented, encoding="utf-8")
+    assert_sweep_is_current(sweep_data, tmp_path)
+    source.write_text(text + "\nPAGE_SEED = PAGE_SEED + 0\n", encoding="utf-8")
     with pytest.raises(AssertionError, match="other code than the sources"):
         assert_sweep_is_current(sweep_data, tmp_path)
     source.write_bytes((ROOT / cp.SOURCES[0]).read_bytes())

@@ -39,6 +39,7 @@ reads its claims about schemes from (:data:`SWEEP_FILE`); ``make check-position-
 from __future__ import annotations
 
 import argparse
+import ast
 import datetime
 import hashlib
 import json
@@ -866,18 +867,51 @@ def seed_quantities(seed, draw=None) -> dict:
         return quantities({key: run_job(**kwargs) for key, kwargs in jobs(seed).items()}, seed)
 
 
+class _WithoutDocstrings(ast.NodeTransformer):
+    """Drops every statement that is a bare string (docstrings, attribute docstrings): text that runs no code."""
+
+    def generic_visit(self, node: ast.AST) -> ast.AST:
+        super().generic_visit(node)
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and all(isinstance(statement, ast.stmt) for statement in body):
+            kept = [
+                statement
+                for statement in body
+                if not (
+                    isinstance(statement, ast.Expr)
+                    and isinstance(statement.value, ast.Constant)
+                    and isinstance(statement.value.value, str)
+                )
+            ]
+            node.body = kept or [ast.Pass()]
+        return node
+
+
+def code_of(source: str) -> str:
+    r"""``source``'s code without its docstrings and comments, as :func:`ast.unparse` writes it: what
+    :func:`_sources_sha256` hashes, so that documentation does not make :data:`SWEEP_FILE` stale.
+
+    Examples
+    --------
+    >>> code_of("def f(x):\n    'Twice x.'\n    return 2 * x  # doubled\n")
+    'def f(x):\n    return 2 * x'
+    """
+    return ast.unparse(_WithoutDocstrings().visit(ast.parse(source)))
+
+
 def _sources_sha256(root: Path) -> str:
-    """One sha256 over the bytes of :data:`SOURCES`, in order (each file's path and length included)."""
+    """One sha256 over the code of :data:`SOURCES` (:func:`code_of`: docstrings and comments left out), in order
+    (each file's path and the code's length included)."""
     digest = hashlib.sha256()
     for name in SOURCES:
-        data = (root / name).read_bytes()
+        data = code_of((root / name).read_text(encoding="utf-8")).encode()
         digest.update(f"{name}\0{len(data)}\0".encode())
         digest.update(data)
     return digest.hexdigest()
 
 
 def sources_sha256() -> str:
-    """The hash of the experiments' source files as they are now: :data:`SWEEP_FILE` records the one it ran."""
+    """The hash of the experiments' code as it is now: :data:`SWEEP_FILE` records the one it ran."""
     return _sources_sha256(Path(__file__).resolve().parents[2])
 
 
