@@ -849,6 +849,16 @@ BAD_CALLS = {
     "stick-breaking float offset": Bad(
         lambda: torch_stick_breaking_weights(torch.zeros(2, 2), offset=torch.tensor(1.0)), TypeError, "offset"
     ),
+    "stick-breaking torch logits NaN": Bad(
+        lambda: torch_stick_breaking_weights(torch.full((2, 2), float("nan"))), ValueError, "logits"
+    ),
+    "stick-breaking attention NaN queries": Bad(
+        lambda: stick_breaking_attention(
+            torch.full((1, 2, 4), float("nan")), torch.zeros(1, 2, 4), torch.zeros(1, 2, 4)
+        ),
+        ValueError,
+        "NaN",
+    ),
     "stick-breaking attention head widths differ": Bad(
         lambda: stick_breaking_attention(torch.zeros(1, 2, 4), torch.zeros(1, 3, 5), torch.zeros(1, 3, 4)),
         ValueError,
