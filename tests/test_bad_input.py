@@ -87,6 +87,7 @@ from posenc.testing import (
     assert_alibi_slopes_match_reference,
     assert_layouts_agree_after_permutation,
     assert_mrope_axes_match,
+    assert_rerotated_keys_accurate,
     assert_rotary_angles_accurate,
     assert_rotary_calls_independent,
     assert_rotary_conforms,
@@ -728,6 +729,13 @@ BAD_CALLS = {
     "mrope axes check unknown assignment": Bad(
         lambda: assert_mrope_axes_match(print, [24, 20, 20], assignment="blocked"), ValueError, "assignment"
     ),
+    "rerotation check of an array": Bad(lambda: assert_rerotated_keys_accurate(np.zeros(3)), TypeError, "make_cache"),
+    "rerotation check of an odd head": Bad(
+        lambda: assert_rerotated_keys_accurate(print, head_dim=7), ValueError, "head_dim"
+    ),
+    "rerotation check over its own limit": Bad(
+        lambda: assert_rerotated_keys_accurate(print, window=4096, n_evictions=4096), ValueError, "window", large=True
+    ),
     "alibi offset check of an array": Bad(lambda: assert_alibi_offset_matches_slice(np.zeros(3)), TypeError, "bias_fn"),
     "alibi offset check query longer than the cache": Bad(
         lambda: assert_alibi_offset_matches_slice(print, k_len=4, q_lens=[5]), ValueError, "q_lens"
@@ -843,6 +851,16 @@ BAD_CALLS = {
     ),
     "stick-breaking float offset": Bad(
         lambda: torch_stick_breaking_weights(torch.zeros(2, 2), offset=torch.tensor(1.0)), TypeError, "offset"
+    ),
+    "stick-breaking torch logits NaN": Bad(
+        lambda: torch_stick_breaking_weights(torch.full((2, 2), float("nan"))), ValueError, "logits"
+    ),
+    "stick-breaking attention NaN queries": Bad(
+        lambda: stick_breaking_attention(
+            torch.full((1, 2, 4), float("nan")), torch.zeros(1, 2, 4), torch.zeros(1, 2, 4)
+        ),
+        ValueError,
+        "NaN",
     ),
     "stick-breaking attention head widths differ": Bad(
         lambda: stick_breaking_attention(torch.zeros(1, 2, 4), torch.zeros(1, 3, 5), torch.zeros(1, 3, 4)),

@@ -118,3 +118,13 @@ def test_gradients_flow_through_the_log_space_weights():
     generator = torch.Generator().manual_seed(6)
     q, k, v = (torch.randn(1, 1, 4, 2, dtype=torch.float64, generator=generator, requires_grad=True) for _ in range(3))
     assert torch.autograd.gradcheck(lambda q, k, v: stick_breaking_attention(q, k, v), (q, k, v))
+
+
+def test_with_no_keys_the_weights_are_empty_and_the_whole_stick_is_left():
+    """Review H's H3: k_len = 0 raised an IndexError in the torch functions; the NumPy reference returns empty."""
+    assert (
+        stick_breaking_weights(torch.zeros(2, 3, 0)).shape == posenc.stick_breaking_weights(np.zeros((2, 3, 0))).shape
+    )
+    out, remainder = stick_breaking_attention(torch.zeros(1, 2, 4), torch.zeros(1, 0, 4), torch.zeros(1, 0, 5))
+    assert out.shape == (1, 2, 5) and torch.equal(out, torch.zeros(1, 2, 5))
+    assert torch.equal(remainder, torch.ones(1, 2))

@@ -99,6 +99,7 @@ from posenc.testing import (
     assert_alibi_slopes_match_reference,
     assert_layouts_agree_after_permutation,
     assert_mrope_axes_match,
+    assert_rerotated_keys_accurate,
     assert_rotary_angles_accurate,
     assert_rotary_calls_independent,
     assert_rotary_conforms,
@@ -286,6 +287,23 @@ def _with(kwargs, name, implementation):
     if kwargs[name] is _reference_placeholder:
         return {**kwargs, name: implementation}
     return kwargs
+
+
+def _raw_cache(a):
+    """A cache that stores unrotated keys and rotates them to their places when read, with the check's RoPE."""
+
+    def make():
+        kept = []
+
+        def push(key, position):
+            kept.append(key)
+            if len(kept) > a["n_sink"] + a["window"]:
+                del kept[a["n_sink"]]
+            return posenc.rotate(np.array(kept), len(kept), base=a["base"], layout=a["layout"])
+
+        return push
+
+    return make
 
 
 def _sinusoid_check(a):
@@ -715,6 +733,21 @@ SPECS = {
         assert_alibi_slopes_match_reference,
         lambda a: assert_alibi_slopes_match_reference(**a),
         lambda: dict(slopes_fn=posenc.alibi_slopes, max_heads=8, rtol=1e-6),
+        _passed,
+    ),
+    "posenc.testing.assert_rerotated_keys_accurate": Spec(
+        assert_rerotated_keys_accurate,
+        lambda a: assert_rerotated_keys_accurate(**_with(a, "make_cache", _raw_cache(a))),
+        lambda: dict(
+            make_cache=_reference_placeholder,
+            head_dim=8,
+            n_sink=2,
+            window=14,
+            n_evictions=20,
+            base=10000.0,
+            layout="interleaved",
+            seed=0,
+        ),
         _passed,
     ),
     "posenc.testing.assert_alibi_offset_matches_slice": Spec(

@@ -8,7 +8,7 @@ import torch
 from torch.nn import functional as F
 
 from posenc._validation import check_flag, check_real, check_table_size
-from posenc.nn._checks import check_float_tensor, offset_tensor
+from posenc.nn._checks import check_float_tensor, check_on_device, offset_tensor
 
 __all__ = ["stick_breaking_weights", "stick_breaking_attention"]
 
@@ -29,9 +29,9 @@ def _log_weights(logits: torch.Tensor, visible: torch.Tensor) -> tuple[torch.Ten
     log_stay = F.logsigmoid(-z).masked_fill(~visible, 0.0)  # log(1 - sigmoid(z)), 0 for keys not seen
     # suffix sums from the nearest key back, shifted by one: the keys strictly after j
     suffix = log_stay.flip(-1).cumsum(-1).flip(-1)
-    after = F.pad(suffix[..., 1:], (0, 1))
+    after = F.pad(suffix, (0, 1))[..., 1:]
     log_weights = (F.logsigmoid(z) + after).masked_fill(~visible, float("-inf"))
-    return log_weights, suffix[..., 0]
+    return log_weights, suffix[..., :1].sum(-1)  # with no keys, an empty sum: the whole stick is left
 
 
 def stick_breaking_weights(
@@ -42,7 +42,7 @@ def stick_breaking_weights(
     Parameters
     ----------
     logits : (..., q_len, k_len) tensor
-        The logits :math:`z_{ij}`, floating point.
+        The logits :math:`z_{ij}`, floating point, no NaN (checked on the device); ``k_len`` may be 0.
     attend_current : bool, default False
         ``False``: query ``i`` sees the keys strictly before it (the authors' default); ``True``: its own too.
     offset : int, 0-d integer tensor or None, default None
@@ -53,7 +53,9 @@ def stick_breaking_weights(
     -------
     weights : (..., q_len, k_len) tensor
         Of ``logits``' dtype: in ``[0, 1]``, 0 for the keys a query does not see, each row summing to at
-        most 1; :func:`posenc.stick_breaking_weights` up to float32 rounding.
+        most 1 before the weights are rounded to that dtype (computed in float32 at least; a bfloat16 row can
+        exceed 1 by that rounding, about 2**-9 of it);
+        :func:`posenc.stick_breaking_weights` up to float32 rounding.
 
     Raises
     ------
@@ -61,7 +63,7 @@ def stick_breaking_weights(
         If ``logits`` is not a floating tensor, ``attend_current`` not a bool, or ``offset`` not an int or 0-d
         integer tensor.
     ValueError
-        If ``logits`` has fewer than 2 axes or ``|offset| > 2**52``.
+        If ``logits`` has fewer than 2 axes, holds a NaN, or ``|offset| > 2**52``.
 
     Notes
     -----
@@ -85,6 +87,7 @@ def stick_breaking_weights(
     tensor = check_float_tensor(logits, "logits", "(..., q_len, k_len)", min_ndim=2)
     attend_current = check_flag(attend_current, "attend_current")
     visible = _visible(tensor.shape[-2], tensor.shape[-1], offset, attend_current, tensor.device)
+    check_on_device(~torch.isnan(tensor).any(), "logits must hold no NaN: the tensor does")
     log_weights, _ = _log_weights(tensor, visible)
     return log_weights.exp().to(tensor.dtype)
 
@@ -130,7 +133,8 @@ def stick_breaking_attention(
         number, ``attend_current`` not a bool or ``offset`` not an int or 0-d integer tensor.
     ValueError
         If the shapes do not fit together, ``scale`` is not positive, the weights would exceed
-        ``posenc.MAX_TABLE_ELEMENTS`` elements, or ``|offset| > 2**52``.
+        ``posenc.MAX_TABLE_ELEMENTS`` elements, ``|offset| > 2**52``, or ``q`` and ``k`` give a NaN logit
+        (checked on the device).
 
     Notes
     -----
@@ -168,6 +172,7 @@ def stick_breaking_attention(
     check_table_size(queries.numel() // max(head_dim, 1) if head_dim else 0, k_len, "the queries", "k_len")
     visible = _visible(q_len, k_len, offset, attend_current, queries.device)
     logits = (queries @ keys.transpose(-1, -2)) * factor
+    check_on_device(~torch.isnan(logits).any(), "q and k must give no NaN logits: they do")
     log_weights, log_remainder = _log_weights(logits, visible)
     out = log_weights.exp() @ values.to(log_weights.dtype)
     return out.to(queries.dtype), log_remainder.exp().to(queries.dtype)

@@ -27,6 +27,8 @@ Rotary (RoPE)
     :func:`assert_mrope_axes_match`
 A whole model, from its transformers config
     :func:`assert_rotary_matches_config`
+A key cache that evicts tokens and shifts the positions of the rest
+    :func:`assert_rerotated_keys_accurate`
 A rotary operator, across real configs (the conformance suite)
     :func:`assert_rotary_conforms`, :class:`RotaryCase`, :func:`rotary_cases`, :func:`rotary_positions`; the pytest
     plugin's ``rotary_case`` fixture, and the Hypothesis strategies of :mod:`posenc.testing.strategies`
@@ -39,6 +41,7 @@ ALiBi and T5
 from __future__ import annotations
 
 from posenc.testing._alibi import assert_alibi_offset_matches_slice, assert_alibi_slopes_match_reference
+from posenc.testing._cache import assert_rerotated_keys_accurate
 from posenc.testing._config import assert_rotary_matches_config
 from posenc.testing._conformance import RotaryCase, assert_rotary_conforms, rotary_cases, rotary_positions
 from posenc.testing._mrope import assert_mrope_axes_match
@@ -71,6 +74,7 @@ __all__ = [
     "assert_yarn_attention_factor",
     "assert_mrope_axes_match",
     "assert_rotary_matches_config",
+    "assert_rerotated_keys_accurate",
     "assert_rotary_conforms",
     "RotaryCase",
     "rotary_cases",
