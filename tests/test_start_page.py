@@ -103,7 +103,7 @@ EVIDENCE = {
         "PaTH's Householder products track the parity of a bit string",
         "Forgetting attention and stick-breaking attention, trained on {doc}`chapter 9 <09_train_short_test_long>`'s "
         "chain at 32 symbols, lose less than 0.1 nats at 256",
-        "One claim does not reproduce: DroPE's.",
+        "One claim does not reproduce at this budget: DroPE's.",
     ],
     "17_same_model_every_engine": [
         "Five engines and 25 model families make the matrix below. Three cells of the published files are red. "
