@@ -318,7 +318,9 @@ def test_p_rope_is_nearly_rope_and_neither_extrapolates():
         measure,
         [
             Bound("|p-RoPE - RoPE| at 32", below=0.08),  # 0.005, 0.009 (seed 3)
-            Bound("rise from 32 to 128", above=0.8),  # 0.97, 0.027 (seed 3, RoPE)
+            # the chapter's "more than half a nat"; 0.8 had 3.0 spreads (0.152 / 0.051) with NumPy's and PyTorch's
+            # kernels capped at AVX2 (make check-portable), 0.97, 0.027 here (seed 3, RoPE)
+            Bound("rise from 32 to 128", above=0.5),
             Bound("|p-RoPE - RoPE| at 128", below=0.4),  # 0.004, 0.041 (seed 2)
             Bound("|RoPE model with p-RoPE's rotation - RoPE| at 32", below=1e-3),  # under 1e-5
             Bound("|RoPE model with p-RoPE's rotation - RoPE| at 128", below=0.01),  # 0.0005, 0.0005 (seed 2)
