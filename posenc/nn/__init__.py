@@ -19,6 +19,9 @@
 
 No forward path reads a tensor's values on the host (no ``.item()``, ``.tolist()``, NumPy or copy to the CPU): a
 tensor offset or positions stays on its device, and its values are checked there (``tests/test_host_reads.py``).
+Importing it calls ``posenc.nn._vml.settle_vml_dispatch()`` once: on the CPU, oneMKL picks the kernel of PyTorch's
+``cos``, ``sin``, ``exp`` and other vectorised functions on their first call, and a first call split across threads can
+run a low-accuracy kernel on one thread's part (pytorch/pytorch#188792; one element of each, on one thread, first).
 Needs PyTorch, which posenc installs only with its ``torch`` extra.
 """
 
@@ -29,6 +32,7 @@ except ImportError as error:
         'posenc.nn needs PyTorch: pip install "posenc[torch]" (from a clone of the repository: pip install ".[torch]")'
     ) from error
 
+from posenc.nn._vml import settle_vml_dispatch
 from posenc.nn.alibi import ALiBiBias
 from posenc.nn.config import query_scale, rotary_embedding
 from posenc.nn.cope import CoPE
@@ -43,6 +47,9 @@ from posenc.nn.sink import AttentionSink
 from posenc.nn.sinusoid import SinusoidalPositionalEncoding
 from posenc.nn.stick_breaking import stick_breaking_attention, stick_breaking_weights
 from posenc.nn.t5 import T5RelativeBias
+
+# Before any forward path computes a cos or sin table on several threads: see posenc.nn._vml.
+settle_vml_dispatch()
 
 __all__ = [
     "SinusoidalPositionalEncoding",
