@@ -41,6 +41,7 @@ from __future__ import annotations
 import argparse
 import ast
 import datetime
+import functools
 import hashlib
 import json
 import math
@@ -64,8 +65,10 @@ from posenc.nn import (
     stick_breaking_attention,
     stick_breaking_weights,
 )
+from posenc_book import extrapolation
 from posenc_book.extrapolation import (
     N_SYMBOLS,
+    _OneThread,
     evaluation_sequences,
     markov_chain,
     sample_sequences,
@@ -101,33 +104,13 @@ __all__ = [
 SCHEMES = ("rotary", "alibi", "none", "fox", "stick_breaking", "cope", "path")
 """The ways :class:`ContentLM` tells a head where a key is, in the order the chapter lists them."""
 
-_MLP_RATIO = 4
 
-
-class _OneThread:
-    """Run a block with torch on one thread (deterministic, and fair to a shared machine)."""
-
-    def __enter__(self) -> None:
-        self.previous = torch.get_num_threads()
-        torch.set_num_threads(1)
-
-    def __exit__(self, *exc_info: object) -> bool:
-        torch.set_num_threads(self.previous)
-        return False
-
-
-class _Block(nn.Module):
+class _Block(extrapolation._Block):
     """Chapter 9's pre-norm block; the scheme's modules (gate, CoPE table, PaTH gate, sink) come after its own."""
 
     def __init__(self, scheme: str, d_model: int, n_heads: int, sink: bool, n_positions: int):
-        super().__init__()
-        self.scheme, self.n_heads, self.head_dim = scheme, n_heads, d_model // n_heads
-        self.norm1 = nn.LayerNorm(d_model)
-        self.qkv = nn.Linear(d_model, 3 * d_model)
-        self.out = nn.Linear(d_model, d_model)
-        self.norm2 = nn.LayerNorm(d_model)
-        hidden = _MLP_RATIO * d_model
-        self.mlp = nn.Sequential(nn.Linear(d_model, hidden), nn.ReLU(), nn.Linear(hidden, d_model))
+        super().__init__(d_model, n_heads)  # chapter 9's layers, created first: the same initial weights per seed
+        self.scheme = scheme
         if scheme == "fox":
             self.gate = ForgettingGate(d_model, n_heads)
         elif scheme == "cope":
@@ -293,6 +276,17 @@ def _train_on_chain(model, seed, *, steps, batch_size, length, lr, stream=2) -> 
 
     def loss_at(step: int) -> torch.Tensor:
         return _chain_loss(model, torch.from_numpy(sample_sequences(chain, batch_size, length + 1, seed=rng)))
+
+    return train_steps(model, loss_at, steps=steps, lr=lr)
+
+
+def _train_on_targets(model, draw, *, steps, lr) -> float:
+    """The book's recipe on batches ``(tokens, targets) = draw()``: cross-entropy where a target is not -100."""
+
+    def loss_at(step: int) -> torch.Tensor:
+        tokens, targets = (torch.from_numpy(a) for a in draw())
+        logits = model(tokens)
+        return nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), ignore_index=-100)
 
     return train_steps(model, loss_at, steps=steps, lr=lr)
 
@@ -506,12 +500,8 @@ def recall_run(
     with _OneThread():
         model = _build(scheme, seed, vocab_size=vocab, n_positions=length + 1)
         rng = np.random.default_rng([seed, 7])
-
-        def loss_at(step: int) -> torch.Tensor:
-            tokens, targets = (torch.from_numpy(a) for a in recall_sequences(batch_size, length, density, seed=rng))
-            return nn.functional.cross_entropy(model(tokens).reshape(-1, vocab), targets.reshape(-1), ignore_index=-100)
-
-        train_loss = train_steps(model, loss_at, steps=steps, lr=lr)
+        draw = functools.partial(recall_sequences, batch_size, length, density, seed=rng)
+        train_loss = _train_on_targets(model, draw, steps=steps, lr=lr)
         accuracy = {}
         with torch.no_grad():
             for test_length, test_density in tests:
@@ -606,12 +596,8 @@ def parity_run(scheme, *, seed, steps=300, train_len=16, test_lens=(16, 64), bat
     with _OneThread():
         model = _build(scheme, seed, vocab_size=3, n_positions=max(test_lens) + 2)
         rng = np.random.default_rng([seed, 8])
-
-        def loss_at(step: int) -> torch.Tensor:
-            tokens, targets = (torch.from_numpy(a) for a in parity_sequences(batch_size, train_len, seed=rng))
-            return nn.functional.cross_entropy(model(tokens).reshape(-1, 3), targets.reshape(-1), ignore_index=-100)
-
-        train_loss = train_steps(model, loss_at, steps=steps, lr=lr)
+        draw = functools.partial(parity_sequences, batch_size, train_len, seed=rng)
+        train_loss = _train_on_targets(model, draw, steps=steps, lr=lr)
         accuracy, beyond = {}, float("nan")
         with torch.no_grad():
             for length in test_lens:
