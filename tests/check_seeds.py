@@ -39,6 +39,7 @@ import numpy as np
 from claim_spread import CHAPTERS, _WithoutAsserts, chapter_namespace
 
 from posenc_book.robustness import MARGIN_FACTOR, Bound, SeedCheck, check_seed_values
+from posenc_book.source_digest import WithoutDocstrings
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "book" / "data" / "seed_claims.md"
@@ -61,13 +62,8 @@ SOURCES = (
 that test compares the table's claims and bounds with :data:`CLAIMS` directly."""
 
 
-class _CodeOnly(_WithoutAsserts):
+class _CodeOnly(_WithoutAsserts, WithoutDocstrings):
     """Asserts and docstrings (a string standing alone as a statement) removed."""
-
-    def visit_Expr(self, node):
-        if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
-            return ast.copy_location(ast.Pass(), node)
-        return node
 
 
 def _code(path: Path) -> str:

@@ -39,7 +39,6 @@ reads its claims about schemes from (:data:`SWEEP_FILE`); ``make check-position-
 from __future__ import annotations
 
 import argparse
-import ast
 import datetime
 import functools
 import hashlib
@@ -84,6 +83,7 @@ from posenc_book.robustness import (
     perturb_initial_weights,
     perturbed,
 )
+from posenc_book.source_digest import code_of
 
 __all__ = [
     "SCHEMES",
@@ -853,41 +853,9 @@ def seed_quantities(seed, draw=None) -> dict:
         return quantities({key: run_job(**kwargs) for key, kwargs in jobs(seed).items()}, seed)
 
 
-class _WithoutDocstrings(ast.NodeTransformer):
-    """Drops every statement that is a bare string (docstrings, attribute docstrings): text that runs no code."""
-
-    def generic_visit(self, node: ast.AST) -> ast.AST:
-        super().generic_visit(node)
-        body = getattr(node, "body", None)
-        if isinstance(body, list) and body and all(isinstance(statement, ast.stmt) for statement in body):
-            kept = [
-                statement
-                for statement in body
-                if not (
-                    isinstance(statement, ast.Expr)
-                    and isinstance(statement.value, ast.Constant)
-                    and isinstance(statement.value.value, str)
-                )
-            ]
-            node.body = kept or [ast.Pass()]
-        return node
-
-
-def code_of(source: str) -> str:
-    r"""``source``'s code without its docstrings and comments, as :func:`ast.unparse` writes it: what
-    :func:`_sources_sha256` hashes, so that documentation does not make :data:`SWEEP_FILE` stale.
-
-    Examples
-    --------
-    >>> code_of("def f(x):\n    'Twice x.'\n    return 2 * x  # doubled\n")
-    'def f(x):\n    return 2 * x'
-    """
-    return ast.unparse(_WithoutDocstrings().visit(ast.parse(source)))
-
-
 def _sources_sha256(root: Path) -> str:
-    """One sha256 over the code of :data:`SOURCES` (:func:`code_of`: docstrings and comments left out), in order
-    (each file's path and the code's length included)."""
+    """One sha256 over the code of :data:`SOURCES` (:func:`posenc_book.source_digest.code_of`: docstrings and
+    comments left out), in order (each file's path and the code's length included)."""
     digest = hashlib.sha256()
     for name in SOURCES:
         data = code_of((root / name).read_text(encoding="utf-8")).encode()
